@@ -1,0 +1,416 @@
+/*
+ * config.c: parse the PHP-FPM-like configuration text (PURE: no I/O).
+ * A directive table maps each key to a parser and a field; main.c reads
+ * the file and hands the bytes in, so this module is unit-testable.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct config_directive;
+typedef int (*config_setter)(struct config *, const struct config_directive *,
+    const char *, char *, size_t);
+
+struct config_directive {
+	const char	*key;
+	config_setter	 set;
+	size_t		 offset;	/* field in struct config */
+	long long	 min, max;	/* for integers */
+};
+
+#define CFG_FIELD(f)	offsetof(struct config, f)
+#define CFG_PTR(cfg, d)	((char *)(cfg) + (d)->offset)
+
+static int
+cfg_set_string(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	(void)why;
+	(void)whylen;
+	/* The caller has already checked the length against the field. */
+	snprintf(CFG_PTR(cfg, d), CONFIG_MAX_VALUE, "%s", value);
+	return 0;
+}
+
+static int
+cfg_parse_ll(const struct config_directive *d, const char *value,
+    long long *out, char *why, size_t whylen)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(value, &end, 10);
+	if (value[0] == '\0' || *end != '\0' || errno == ERANGE) {
+		snprintf(why, whylen, "%s: \"%s\" is not an integer", d->key,
+		    value);
+		return -1;
+	}
+	if (v < d->min || v > d->max) {
+		snprintf(why, whylen, "%s: %lld is out of range %lld..%lld",
+		    d->key, v, d->min, d->max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int
+cfg_set_int(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	long long v;
+
+	if (cfg_parse_ll(d, value, &v, why, whylen) == -1)
+		return -1;
+	*(int *)CFG_PTR(cfg, d) = (int)v;
+	return 0;
+}
+
+static int
+cfg_set_long(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	long long v;
+
+	if (cfg_parse_ll(d, value, &v, why, whylen) == -1)
+		return -1;
+	*(long *)CFG_PTR(cfg, d) = (long)v;
+	return 0;
+}
+
+static int
+cfg_set_int64(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	long long v;
+
+	if (cfg_parse_ll(d, value, &v, why, whylen) == -1)
+		return -1;
+	*(int64_t *)CFG_PTR(cfg, d) = (int64_t)v;
+	return 0;
+}
+
+/* Durations accept a plain number of seconds or an s/m/h suffix (FPM). */
+static int
+cfg_set_seconds(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	char num[32];
+	size_t len = strlen(value);
+	long long mult = 1, v;
+
+	if (len == 0 || len >= sizeof(num)) {
+		snprintf(why, whylen, "%s: \"%s\" is not a duration", d->key,
+		    value);
+		return -1;
+	}
+	memcpy(num, value, len + 1);
+	switch (num[len - 1]) {
+	case 's': mult = 1; num[--len] = '\0'; break;
+	case 'm': mult = 60; num[--len] = '\0'; break;
+	case 'h': mult = 3600; num[--len] = '\0'; break;
+	}
+	if (cfg_parse_ll(d, num, &v, why, whylen) == -1)
+		return -1;
+	if (v * mult > d->max) {
+		snprintf(why, whylen, "%s: %s is longer than %llds", d->key,
+		    value, d->max);
+		return -1;
+	}
+	*(int *)CFG_PTR(cfg, d) = (int)(v * mult);
+	return 0;
+}
+
+static int
+cfg_set_mode(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(value, &end, 8);
+	if (value[0] == '\0' || *end != '\0' || errno == ERANGE || v > 07777) {
+		snprintf(why, whylen, "%s: \"%s\" is not an octal mode",
+		    d->key, value);
+		return -1;
+	}
+	*(mode_t *)CFG_PTR(cfg, d) = (mode_t)v;
+	return 0;
+}
+
+static int
+cfg_set_pm(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	(void)cfg;
+	if (strcmp(value, "static") != 0) {
+		snprintf(why, whylen, "%s: only \"static\" is supported",
+		    d->key);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+cfg_set_auth_errors(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	if (strcmp(value, "rfc6750") == 0)
+		cfg->auth_errors = CONFIG_AUTH_RFC6750;
+	else if (strcmp(value, "compat") == 0)
+		cfg->auth_errors = CONFIG_AUTH_COMPAT;
+	else {
+		snprintf(why, whylen, "%s: expected rfc6750 or compat",
+		    d->key);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+cfg_set_auth_typ(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	if (strcmp(value, "lenient") == 0)
+		cfg->auth_typ_strict = 0;
+	else if (strcmp(value, "strict") == 0)
+		cfg->auth_typ_strict = 1;
+	else {
+		snprintf(why, whylen, "%s: expected lenient or strict",
+		    d->key);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+cfg_set_log_level(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	static const struct {
+		const char *name;
+		enum config_log_level level;
+	} levels[] = {
+		{ "error", CONFIG_LOG_ERROR }, { "warning", CONFIG_LOG_WARNING },
+		{ "notice", CONFIG_LOG_NOTICE }, { "info", CONFIG_LOG_INFO },
+		{ "debug", CONFIG_LOG_DEBUG },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		if (strcmp(value, levels[i].name) == 0) {
+			cfg->log_level = levels[i].level;
+			return 0;
+		}
+	}
+	snprintf(why, whylen,
+	    "%s: expected error, warning, notice, info or debug", d->key);
+	return -1;
+}
+
+static const struct config_directive config_directives[] = {
+	{ "listen", cfg_set_string, CFG_FIELD(listen), 0, 0 },
+	{ "listen.backlog", cfg_set_int, CFG_FIELD(listen_backlog), 1, 65535 },
+	{ "listen.owner", cfg_set_string, CFG_FIELD(listen_owner), 0, 0 },
+	{ "listen.group", cfg_set_string, CFG_FIELD(listen_group), 0, 0 },
+	{ "listen.mode", cfg_set_mode, CFG_FIELD(listen_mode), 0, 0 },
+	{ "pm", cfg_set_pm, 0, 0, 0 },
+	{ "pm.max_children", cfg_set_int, CFG_FIELD(max_children), 1,
+	    CONFIG_MAX_CHILDREN },
+	{ "pm.max_requests", cfg_set_long, CFG_FIELD(max_requests), 0,
+	    LONG_MAX },
+	{ "request_terminate_timeout", cfg_set_seconds,
+	    CFG_FIELD(request_terminate_timeout), 0, 86400 },
+	{ "request_slowlog_timeout", cfg_set_seconds,
+	    CFG_FIELD(request_slowlog_timeout), 0, 86400 },
+	{ "process_control_timeout", cfg_set_seconds,
+	    CFG_FIELD(process_control_timeout), 0, 86400 },
+	{ "pm.status_path", cfg_set_string, CFG_FIELD(status_path), 0, 0 },
+	{ "ping.path", cfg_set_string, CFG_FIELD(ping_path), 0, 0 },
+	{ "ping.response", cfg_set_string, CFG_FIELD(ping_response), 0, 0 },
+	{ "db.conninfo", cfg_set_string, CFG_FIELD(db_conninfo), 0, 0 },
+	{ "auth.issuer", cfg_set_string, CFG_FIELD(auth_issuer), 0, 0 },
+	{ "auth.audience", cfg_set_string, CFG_FIELD(auth_audience), 0, 0 },
+	{ "auth.key_file", cfg_set_string, CFG_FIELD(auth_key_file), 0, 0 },
+	{ "auth.key_id", cfg_set_string, CFG_FIELD(auth_key_id), 0, 0 },
+	{ "auth.leeway", cfg_set_int64, CFG_FIELD(auth_leeway), 0, 3600 },
+	{ "auth.errors", cfg_set_auth_errors, 0, 0, 0 },
+	{ "auth.typ", cfg_set_auth_typ, 0, 0, 0 },
+	{ "error_log", cfg_set_string, CFG_FIELD(error_log), 0, 0 },
+	{ "log_level", cfg_set_log_level, 0, 0, 0 },
+	{ "access.log", cfg_set_string, CFG_FIELD(access_log), 0, 0 },
+};
+
+void
+config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->listen, sizeof(cfg->listen), "/run/cfpm/cfpm.sock");
+	cfg->listen_backlog = 511;
+	cfg->listen_mode = 0660;
+	cfg->max_children = 8;
+	cfg->process_control_timeout = 10;
+	snprintf(cfg->ping_response, sizeof(cfg->ping_response), "pong");
+	snprintf(cfg->error_log, sizeof(cfg->error_log), "stderr");
+	cfg->log_level = CONFIG_LOG_NOTICE;
+	cfg->auth_errors = CONFIG_AUTH_RFC6750;
+}
+
+static char *
+cfg_trim(char *s)
+{
+	char *end;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t' ||
+	    end[-1] == '\r'))
+		*--end = '\0';
+	return s;
+}
+
+/* Strips a pair of double quotes; a lone quote is an error. */
+static int
+cfg_unquote(char **value, char *why, size_t whylen)
+{
+	char *v = *value;
+	size_t len = strlen(v);
+
+	if (len == 0 || (v[0] != '"' && v[len - 1] != '"'))
+		return 0;
+	if (len < 2 || v[0] != '"' || v[len - 1] != '"' ||
+	    memchr(v + 1, '"', len - 2) != NULL) {
+		snprintf(why, whylen, "unbalanced quotes");
+		return -1;
+	}
+	v[len - 1] = '\0';
+	*value = v + 1;
+	return 0;
+}
+
+static const struct config_directive *
+cfg_lookup(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(config_directives) /
+	    sizeof(config_directives[0]); i++)
+		if (strcmp(config_directives[i].key, key) == 0)
+			return &config_directives[i];
+	return NULL;
+}
+
+/* One line, NUL-terminated and without its newline. */
+static int
+cfg_line(struct config *cfg, char *line, char *why, size_t whylen)
+{
+	const struct config_directive *d;
+	char *key, *value, *eq;
+
+	key = cfg_trim(line);
+	if (key[0] == '\0' || key[0] == ';' || key[0] == '#')
+		return 0;
+	if (key[0] == '[') {
+		if (key[strlen(key) - 1] != ']') {
+			snprintf(why, whylen, "unterminated section header");
+			return -1;
+		}
+		return 0;	/* sections: accepted, one pool only */
+	}
+	if ((eq = strchr(key, '=')) == NULL) {
+		snprintf(why, whylen, "expected \"key = value\"");
+		return -1;
+	}
+	*eq = '\0';
+	key = cfg_trim(key);
+	value = cfg_trim(eq + 1);
+	if (cfg_unquote(&value, why, whylen) == -1)
+		return -1;
+	if ((d = cfg_lookup(key)) == NULL) {
+		snprintf(why, whylen, "unknown key \"%.64s\"", key);
+		return -1;
+	}
+	if (strlen(value) >= CONFIG_MAX_VALUE) {
+		snprintf(why, whylen, "%s: value longer than %d bytes", key,
+		    CONFIG_MAX_VALUE - 1);
+		return -1;
+	}
+	return d->set(cfg, d, value, why, whylen);
+}
+
+int
+config_parse(struct config *cfg, const char *name, const char *text,
+    size_t len, char *err)
+{
+	char line[CONFIG_MAX_LINE], why[CONFIG_ERR_LEN / 2];
+	size_t pos = 0, n;
+	const char *nl;
+	int lineno = 0;
+
+	while (pos < len) {
+		lineno++;
+		nl = memchr(text + pos, '\n', len - pos);
+		n = nl ? (size_t)(nl - (text + pos)) : len - pos;
+		if (n >= sizeof(line)) {
+			snprintf(err, CONFIG_ERR_LEN, "%s:%d: line longer than %d"
+			    " bytes", name, lineno, CONFIG_MAX_LINE - 1);
+			return -1;
+		}
+		if (memchr(text + pos, '\0', n) != NULL) {
+			snprintf(err, CONFIG_ERR_LEN, "%s:%d: NUL byte", name,
+			    lineno);
+			return -1;
+		}
+		memcpy(line, text + pos, n);
+		line[n] = '\0';
+		pos += n + 1;
+		if (cfg_line(cfg, line, why, sizeof(why)) == -1) {
+			snprintf(err, CONFIG_ERR_LEN, "%s:%d: %s", name, lineno,
+			    why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+config_validate(const struct config *cfg, const char *name, char *err)
+{
+	static const struct {
+		size_t offset;
+		const char *key;
+	} required[] = {
+		{ CFG_FIELD(listen), "listen" },
+		{ CFG_FIELD(auth_issuer), "auth.issuer" },
+		{ CFG_FIELD(auth_audience), "auth.audience" },
+		{ CFG_FIELD(auth_key_file), "auth.key_file" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+		if (((const char *)cfg + required[i].offset)[0] == '\0') {
+			snprintf(err, CONFIG_ERR_LEN, "%s: %s is not set", name,
+			    required[i].key);
+			return -1;
+		}
+	}
+	if (cfg->ping_path[0] != '\0' && cfg->ping_path[0] != '/') {
+		snprintf(err, CONFIG_ERR_LEN, "%s: ping.path must start with /",
+		    name);
+		return -1;
+	}
+	if (cfg->status_path[0] != '\0' && cfg->status_path[0] != '/') {
+		snprintf(err, CONFIG_ERR_LEN,
+		    "%s: pm.status_path must start with /", name);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,88 @@
+/*
+ * config.h: the cfpm configuration (PURE: text -> struct config).
+ *
+ * The file is PHP-FPM-like: "key = value" lines, ';' or '#' comments,
+ * optional "[section]" headers (accepted and ignored: cfpm runs one pool).
+ * Values may be double-quoted. Every error names file:line and the reason.
+ */
+#ifndef CFPM_CONFIG_H
+#define CFPM_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CONFIG_MAX_LINE		4096	/* longest line in a config file */
+#define CONFIG_MAX_VALUE	1024	/* longest value */
+#define CONFIG_MAX_CHILDREN	1024	/* pm.max_children upper bound */
+#define CONFIG_ERR_LEN		512	/* room for an error message */
+
+enum config_auth_errors {
+	CONFIG_AUTH_RFC6750 = 0,	/* RFC 6750 statuses and headers */
+	CONFIG_AUTH_COMPAT,		/* every failure 401 invalid_token */
+};
+
+enum config_log_level {
+	CONFIG_LOG_ERROR = 3,
+	CONFIG_LOG_WARNING = 4,
+	CONFIG_LOG_NOTICE = 5,
+	CONFIG_LOG_INFO = 6,
+	CONFIG_LOG_DEBUG = 7,
+};
+
+struct config {
+	/* listen socket */
+	char		listen[CONFIG_MAX_VALUE];	/* path, host:port, [v6]:port */
+	int		listen_backlog;
+	char		listen_owner[CONFIG_MAX_VALUE];
+	char		listen_group[CONFIG_MAX_VALUE];
+	mode_t		listen_mode;
+
+	/* pool */
+	int		max_children;		/* pm.max_children, 1..1024 */
+	long		max_requests;		/* pm.max_requests, 0 = never */
+	int		request_terminate_timeout;	/* seconds, 0 = off */
+	int		request_slowlog_timeout;	/* seconds, 0 = off */
+	int		process_control_timeout;	/* seconds for graceful stop */
+
+	/* operational endpoints */
+	char		status_path[CONFIG_MAX_VALUE];	/* pm.status_path, "" = off */
+	char		ping_path[CONFIG_MAX_VALUE];	/* ping.path, "" = off */
+	char		ping_response[CONFIG_MAX_VALUE];
+
+	/* database */
+	char		db_conninfo[CONFIG_MAX_VALUE];	/* "" = PG* environment */
+
+	/* auth */
+	char		auth_issuer[CONFIG_MAX_VALUE];
+	char		auth_audience[CONFIG_MAX_VALUE];
+	char		auth_key_file[CONFIG_MAX_VALUE];	/* SPKI PEM or JWKS */
+	char		auth_key_id[CONFIG_MAX_VALUE];	/* kid of a PEM key */
+	int64_t		auth_leeway;		/* seconds */
+	enum config_auth_errors auth_errors;
+	int		auth_typ_strict;	/* require typ at+jwt */
+
+	/* logs */
+	char		error_log[CONFIG_MAX_VALUE];	/* "stderr" or a path */
+	enum config_log_level log_level;
+	char		access_log[CONFIG_MAX_VALUE];	/* "" = off */
+};
+
+/* Fills cfg with the documented defaults. */
+void config_defaults(struct config *cfg);
+
+/*
+ * Parses len bytes of config text (name is used in messages) on top of
+ * whatever cfg holds (call config_defaults first). Returns 0, or -1 with
+ * "name:line: reason" in err (CONFIG_ERR_LEN bytes).
+ */
+int config_parse(struct config *cfg, const char *name, const char *text,
+    size_t len, char *err);
+
+/*
+ * Checks the settings that only make sense together (issuer, audience and
+ * key file set, ...). Returns 0, or -1 with "name: reason" in err.
+ */
+int config_validate(const struct config *cfg, const char *name, char *err);
+
+#endif

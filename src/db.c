@@ -1,0 +1,292 @@
+/*
+ * db.c: libpq connection, prepared statements and queries (worker only).
+ */
+#include "db.h"
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "log.h"
+#include "clock.h"
+
+#define DB_INT8OID	20
+#define DB_TEXTOID	25
+#define DB_JSONBOID	3802
+/* 2000-01-01 minus 1970-01-01, in microseconds (PostgreSQL's epoch). */
+#define DB_PG_EPOCH_US	(INT64_C(946684800) * 1000000)
+
+static const char db_read_sql[] =
+    "SELECT id, subject, kind, payload, created_at FROM events "
+    "WHERE id = $1 AND subject = $2";
+static const char db_write_sql[] =
+    "INSERT INTO events (subject, kind, payload) VALUES ($1, $2, $3) "
+    "RETURNING id";
+
+struct db {
+	PGconn		*conn;
+	int		 up;		/* connected and prepared */
+	int64_t		 next_try_us;	/* earliest reconnect */
+	int		 backoff_ms;
+	char		 error[256];
+	char		 conninfo[];
+};
+
+static void
+db_set_error(struct db *db, const char *what, const char *msg)
+{
+	size_t n;
+
+	snprintf(db->error, sizeof(db->error), "%s: %s", what,
+	    msg ? msg : "unknown error");
+	n = strlen(db->error);
+	while (n > 0 && (db->error[n - 1] == '\n' || db->error[n - 1] == ' '))
+		db->error[--n] = '\0';
+}
+
+static int
+db_prepare(struct db *db, const char *name, const char *sql, int n,
+    const unsigned int *types)
+{
+	PGresult *res;
+	int ok;
+
+	res = PQprepare(db->conn, name, sql, n, types);
+	ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+	if (!ok)
+		db_set_error(db, "prepare", PQresultErrorMessage(res));
+	PQclear(res);
+	return ok ? 0 : -1;
+}
+
+static void
+db_mark_down(struct db *db)
+{
+	int64_t now = clock_now_us();
+
+	if (db->up)
+		db->backoff_ms = 0;	/* just lost it: retry at once */
+	db->up = 0;
+	db->next_try_us = now + (int64_t)db->backoff_ms * 1000;
+	db->backoff_ms = db->backoff_ms == 0 ? DB_BACKOFF_MIN_MS :
+	    db->backoff_ms * 2;
+	if (db->backoff_ms > DB_BACKOFF_MAX_MS)
+		db->backoff_ms = DB_BACKOFF_MAX_MS;
+}
+
+static int
+db_connect(struct db *db)
+{
+	static const unsigned int read_types[] = { DB_INT8OID, DB_TEXTOID };
+	static const unsigned int write_types[] = { DB_TEXTOID, DB_TEXTOID,
+	    DB_JSONBOID };
+	/* Defaults first: anything in conninfo (expanded last) wins. */
+	const char *keys[] = { "connect_timeout", "application_name",
+	    "dbname", NULL };
+	const char *vals[] = { DB_CONNECT_TIMEOUT, "cfpm", db->conninfo,
+	    NULL };
+
+	if (db->conn != NULL)
+		PQfinish(db->conn);
+	db->conn = PQconnectdbParams(keys, vals, 1);
+	if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK) {
+		db_set_error(db, "connect", db->conn ?
+		    PQerrorMessage(db->conn) : "out of memory");
+		goto fail;
+	}
+	if (db_prepare(db, "read_event", db_read_sql, 2, read_types) == -1 ||
+	    db_prepare(db, "insert_event", db_write_sql, 3, write_types) == -1)
+		goto fail;
+	db->up = 1;
+	db->backoff_ms = 0;
+	return 0;
+fail:
+	db_mark_down(db);
+	return -1;
+}
+
+struct db *
+db_open(const char *conninfo)
+{
+	size_t len = strlen(conninfo);
+	struct db *db;
+
+	if ((db = calloc(1, sizeof(*db) + len + 1)) == NULL)
+		return NULL;
+	memcpy(db->conninfo, conninfo, len + 1);
+	if (db_connect(db) == -1)
+		log_warn("database: %s", db->error);
+	return db;
+}
+
+void
+db_close(struct db *db)
+{
+	if (db == NULL)
+		return;
+	if (db->conn != NULL)
+		PQfinish(db->conn);
+	free(db);
+}
+
+int
+db_is_up(const struct db *db)
+{
+	return db->up;
+}
+
+int
+db_usable(struct db *db)
+{
+	if (db->up && PQstatus(db->conn) == CONNECTION_OK)
+		return 1;
+	if (db->up)
+		db_mark_down(db);
+	if (clock_now_us() < db->next_try_us)
+		return 0;
+	if (db_connect(db) == -1) {
+		log_warn("database: %s", db->error);
+		return 0;
+	}
+	log_notice("database: connected and prepared");
+	return 1;
+}
+
+/* Classifies a failed statement: the connection's fault or the query's. */
+static enum db_status
+db_failure(struct db *db, PGresult *res, const char *what)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) :
+	    NULL;
+
+	db_set_error(db, what, res ? PQresultErrorMessage(res) :
+	    PQerrorMessage(db->conn));
+	if (PQstatus(db->conn) != CONNECTION_OK || state == NULL ||
+	    strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0 ||
+	    strncmp(state, "53", 2) == 0) {
+		db_mark_down(db);
+		return DB_UNAVAILABLE;
+	}
+	return DB_ERROR;
+}
+
+enum db_status
+db_ping(struct db *db)
+{
+	PGresult *res;
+	enum db_status st;
+
+	if (!db_usable(db))
+		return DB_UNAVAILABLE;
+	res = PQexec(db->conn, "");
+	if (PQresultStatus(res) == PGRES_EMPTY_QUERY)
+		st = DB_OK;
+	else {
+		/* Any failure here means the connection is not usable. */
+		if (db_failure(db, res, "ping") != DB_UNAVAILABLE)
+			db_mark_down(db);
+		st = DB_UNAVAILABLE;
+	}
+	PQclear(res);
+	return st;
+}
+
+static int64_t
+db_get_int8(const PGresult *res, int col)
+{
+	uint64_t v;
+
+	memcpy(&v, PQgetvalue(res, 0, col), sizeof(v));
+	return (int64_t)be64toh(v);
+}
+
+/* Checks the binary row shape before any field is trusted. */
+static int
+db_row_ok(const PGresult *res)
+{
+	return PQnfields(res) == 5 && PQgetlength(res, 0, 0) == 8 &&
+	    PQgetlength(res, 0, 3) >= 2 && PQgetvalue(res, 0, 3)[0] == 1 &&
+	    PQgetlength(res, 0, 4) == 8;
+}
+
+enum db_status
+db_read_event(struct db *db, int64_t id, const char *subject,
+    struct db_event *ev)
+{
+	uint64_t id_be = htobe64((uint64_t)id);
+	const char *values[2] = { (const char *)&id_be, subject };
+	const int lengths[2] = { sizeof(id_be), 0 };
+	const int formats[2] = { 1, 0 };
+	PGresult *res;
+
+	memset(ev, 0, sizeof(*ev));
+	if (!db_usable(db))
+		return DB_UNAVAILABLE;
+	res = PQexecPrepared(db->conn, "read_event", 2, values, lengths,
+	    formats, 1);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		enum db_status st = db_failure(db, res, "read");
+		PQclear(res);
+		return st;
+	}
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		return DB_NOT_FOUND;
+	}
+	if (!db_row_ok(res)) {
+		db_set_error(db, "read", "unexpected row format");
+		PQclear(res);
+		return DB_ERROR;
+	}
+	ev->res = res;
+	ev->id = db_get_int8(res, 0);
+	ev->subject = PQgetvalue(res, 0, 1);
+	ev->subject_len = (size_t)PQgetlength(res, 0, 1);
+	ev->kind = PQgetvalue(res, 0, 2);
+	ev->kind_len = (size_t)PQgetlength(res, 0, 2);
+	/* jsonb binary: a version byte (1), then the JSON text. */
+	ev->payload = PQgetvalue(res, 0, 3) + 1;
+	ev->payload_len = (size_t)PQgetlength(res, 0, 3) - 1;
+	ev->created_us = db_get_int8(res, 4) + DB_PG_EPOCH_US;
+	return DB_OK;
+}
+
+void
+db_event_release(struct db_event *ev)
+{
+	PQclear(ev->res);
+	ev->res = NULL;
+}
+
+enum db_status
+db_insert_event(struct db *db, const char *subject, const char *kind,
+    const char *payload, int64_t *id)
+{
+	const char *values[3] = { subject, kind, payload };
+	PGresult *res;
+	enum db_status st = DB_OK;
+
+	if (!db_usable(db))
+		return DB_UNAVAILABLE;
+	res = PQexecPrepared(db->conn, "insert_event", 3, values, NULL, NULL,
+	    1);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		st = db_failure(db, res, "insert");
+	else if (PQntuples(res) != 1 || PQgetlength(res, 0, 0) != 8) {
+		db_set_error(db, "insert", "unexpected result format");
+		st = DB_ERROR;
+	} else
+		*id = db_get_int8(res, 0);
+	PQclear(res);
+	return st;
+}
+
+const char *
+db_last_error(const struct db *db)
+{
+	return db->error;
+}

@@ -1,0 +1,83 @@
+/*
+ * db.h: the worker's one PostgreSQL connection (the only libpq user).
+ * Connects after fork, prepares the read and write statements once per
+ * connection, and reconnects with backoff when the connection is lost.
+ * Results come back in binary form: no text parsing of ids or times.
+ */
+#ifndef CFPM_DB_H
+#define CFPM_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DB_BACKOFF_MIN_MS	100	/* first reconnect delay */
+#define DB_BACKOFF_MAX_MS	2000	/* longest reconnect delay */
+#define DB_CONNECT_TIMEOUT	"5"	/* seconds, unless conninfo says */
+
+enum db_status {
+	DB_OK = 0,
+	DB_NOT_FOUND,		/* no such row */
+	DB_UNAVAILABLE,		/* no usable connection: 503 */
+	DB_ERROR,		/* the statement failed: 500 */
+};
+
+struct db;
+
+/* One row of events; pointers valid until db_event_release(). */
+struct db_event {
+	int64_t		 id;
+	const char	*subject;
+	size_t		 subject_len;
+	const char	*kind;
+	size_t		 kind_len;
+	const char	*payload;	/* JSON text */
+	size_t		 payload_len;
+	int64_t		 created_us;	/* microseconds since the Unix epoch */
+	void		*res;		/* owning result */
+};
+
+/*
+ * Makes the handle and tries to connect and prepare once (a failure is
+ * not fatal: later calls retry with backoff). conninfo "" means the PG*
+ * environment. Returns NULL only when out of memory.
+ */
+struct db *db_open(const char *conninfo);
+
+/* Closes the connection and frees the handle (NULL is fine). */
+void db_close(struct db *db);
+
+/*
+ * 1 if the connection is up and prepared, trying to (re)connect first
+ * when it is not and the backoff delay has passed. Never blocks longer
+ * than one connection attempt.
+ */
+int db_usable(struct db *db);
+
+/* 1 if the last known state is connected and prepared (no I/O). */
+int db_is_up(const struct db *db);
+
+/* Round trip to the server: DB_OK or DB_UNAVAILABLE (for /health). */
+enum db_status db_ping(struct db *db);
+
+/*
+ * SELECT the row with this id and subject. DB_OK fills ev (release it),
+ * DB_NOT_FOUND, DB_UNAVAILABLE or DB_ERROR.
+ */
+enum db_status db_read_event(struct db *db, int64_t id, const char *subject,
+    struct db_event *ev);
+
+/* Frees the result behind ev. */
+void db_event_release(struct db_event *ev);
+
+/*
+ * INSERT one event (payload is JSON text) in autocommit; DB_OK means the
+ * row is committed and *id is set. If the connection drops mid-statement
+ * the outcome is unknown: DB_UNAVAILABLE, and the caller must not retry.
+ */
+enum db_status db_insert_event(struct db *db, const char *subject,
+    const char *kind, const char *payload, int64_t *id);
+
+/* A short text for the last failure (no secrets), for logs. */
+const char *db_last_error(const struct db *db);
+
+#endif

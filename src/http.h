@@ -1,0 +1,62 @@
+/*
+ * http.h: the request view over libfcgi and the reply writer (worker).
+ * http.c and worker.c are the only users of fcgiapp.h; the API layer sees
+ * method, raw path, headers and a capped body through struct http_request.
+ */
+#ifndef CFPM_HTTP_H
+#define CFPM_HTTP_H
+
+#include <stddef.h>
+
+#define HTTP_MAX_BODY		(64 * 1024)	/* request body limit */
+#define HTTP_MAX_REPLY_HEADERS	512		/* extra header bytes */
+
+struct FCGX_Request;
+
+struct http_request {
+	struct FCGX_Request	*fcgx;
+	const char		*method;	/* "GET", ... ("" if absent) */
+	const char		*uri;		/* raw REQUEST_URI */
+	const char		*path;		/* raw path, not decoded */
+	size_t			 path_len;	/* path ends at '?' or NUL */
+	const char		*query;		/* after '?', or "" */
+	const char		*authorization;	/* NULL if absent */
+	const char		*content_type;	/* NULL if absent or empty */
+	long long		 content_length; /* -1 if absent or invalid */
+	const char		*request_id;	/* nginx $request_id or NULL */
+	int			 status;	/* set by http_reply */
+	size_t			 bytes_out;	/* body bytes sent */
+};
+
+/*
+ * Fills r from the FastCGI params of an accepted request. The strings
+ * point into libfcgi's memory and stay valid until FCGX_Finish_r.
+ */
+void http_request_init(struct http_request *r, struct FCGX_Request *fx);
+
+enum http_body_result {
+	HTTP_BODY_OK = 0,
+	HTTP_BODY_TOO_LARGE,	/* more than cap bytes */
+	HTTP_BODY_INCOMPLETE,	/* fewer bytes than CONTENT_LENGTH */
+};
+
+/*
+ * Reads the request body into buf (cap bytes, plus room for a NUL at
+ * buf[cap]): at most cap bytes are accepted, one more means too large.
+ * Sets *len. The body is NUL-terminated for convenience.
+ */
+enum http_body_result http_read_body(struct http_request *r, char *buf,
+    size_t cap, size_t *len);
+
+/*
+ * Sends a complete reply: status line, Content-Type, the optional extra
+ * header lines (each ending in "\r\n"), then len bytes of body.
+ * Returns 0, or -1 if the client went away (the write failed).
+ */
+int http_reply(struct http_request *r, int status, const char *content_type,
+    const char *extra_headers, const char *body, size_t len);
+
+/* The reason phrase for status ("OK", "Not Found", ...). */
+const char *http_reason(int status);
+
+#endif

@@ -1,0 +1,312 @@
+/*
+ * listen.c: obtain the listen socket (master only, before the fork).
+ * Workers inherit the descriptor and all block in accept() on it.
+ */
+#include "listen.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define LISTEN_SD_FD	3	/* SD_LISTEN_FDS_START */
+
+static int
+listen_is_listening(int fd, int *family)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int on = 0;
+	socklen_t ol = sizeof(on);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &ol) == -1 || !on)
+		return 0;
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
+		return 0;
+	*family = ss.ss_family;
+	return 1;
+}
+
+int
+listen_from_systemd(struct listen_sock *ls)
+{
+	const char *pid_s = getenv("LISTEN_PID"), *fds_s = getenv("LISTEN_FDS");
+	long pid, nfds, i;
+
+	if (pid_s == NULL || fds_s == NULL)
+		return 0;
+	pid = strtol(pid_s, NULL, 10);
+	nfds = strtol(fds_s, NULL, 10);
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (pid != (long)getpid() || nfds < 1)
+		return 0;
+	for (i = 1; i < nfds; i++)
+		close(LISTEN_SD_FD + (int)i);	/* one pool, one socket */
+	memset(ls, 0, sizeof(*ls));
+	ls->fd = LISTEN_SD_FD;
+	ls->from_systemd = 1;
+	if (!listen_is_listening(ls->fd, &ls->family)) {
+		log_err("%s: fd %d from systemd is not a listening socket",
+		    __func__, ls->fd);
+		return -1;
+	}
+	/* The master never execs; CLOEXEC only guards helpers we might run. */
+	if (fcntl(ls->fd, F_SETFD, FD_CLOEXEC) == -1)
+		log_warn("%s: fcntl(FD_CLOEXEC) failed: %s", __func__,
+		    strerror(errno));
+	return 1;
+}
+
+/* Returns 1 if something accepts connections at path. */
+static int
+listen_unix_alive(const char *path)
+{
+	struct sockaddr_un sun;
+	int fd, rc;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, path, strlen(path) + 1);	/* length checked */
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return 1;	/* cannot tell: assume alive, refuse */
+	rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+	close(fd);
+	return rc == 0 || errno != ECONNREFUSED;
+}
+
+static int
+listen_unix_clear(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISSOCK(st.st_mode)) {
+		log_err("%s: %s exists and is not a socket", __func__, path);
+		return -1;
+	}
+	if (listen_unix_alive(path)) {
+		log_err("%s: %s is in use by another server", __func__, path);
+		return -1;
+	}
+	log_notice("removing stale socket %s", path);
+	if (unlink(path) == -1) {
+		log_err("%s: unlink(%s) failed: %s", __func__, path,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+listen_unix_perms(const struct listen_sock *ls, const struct config *cfg)
+{
+	uid_t uid = (uid_t)-1;
+	gid_t gid = (gid_t)-1;
+	struct passwd *pw;
+	struct group *gr;
+
+	if (cfg->listen_owner[0] != '\0') {
+		if ((pw = getpwnam(cfg->listen_owner)) == NULL) {
+			log_err("listen.owner: no user \"%s\"", cfg->listen_owner);
+			return -1;
+		}
+		uid = pw->pw_uid;
+	}
+	if (cfg->listen_group[0] != '\0') {
+		if ((gr = getgrnam(cfg->listen_group)) == NULL) {
+			log_err("listen.group: no group \"%s\"", cfg->listen_group);
+			return -1;
+		}
+		gid = gr->gr_gid;
+	}
+	if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
+	    chown(ls->path, uid, gid) == -1) {
+		log_err("%s: chown(%s) failed: %s", __func__, ls->path,
+		    strerror(errno));
+		return -1;
+	}
+	if (chmod(ls->path, cfg->listen_mode) == -1) {
+		log_err("%s: chmod(%s) failed: %s", __func__, ls->path,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+listen_bind_unix(struct listen_sock *ls, const struct config *cfg)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	mode_t old;
+	int rc;
+
+	if (strlen(cfg->listen) >= sizeof(sun.sun_path)) {
+		log_err("listen: path longer than %zu bytes",
+		    sizeof(sun.sun_path) - 1);
+		return -1;
+	}
+	if (listen_unix_clear(cfg->listen) == -1)
+		return -1;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, cfg->listen, strlen(cfg->listen) + 1);
+	memcpy(ls->path, cfg->listen, strlen(cfg->listen) + 1);
+	ls->family = AF_UNIX;
+	if ((ls->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	old = umask(0177);	/* no window with a too-open socket */
+	rc = bind(ls->fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (rc == -1) {
+		log_err("%s: bind(%s) failed: %s", __func__, ls->path,
+		    strerror(errno));
+		return -1;
+	}
+	ls->owned = 1;
+	if (stat(ls->path, &st) == 0) {
+		ls->dev = st.st_dev;
+		ls->ino = st.st_ino;
+	}
+	return listen_unix_perms(ls, cfg);
+}
+
+/* Splits "host:port", "[v6]:port" or "port" (loopback) into parts. */
+static int
+listen_split_inet(const char *spec, char *host, size_t hostlen, char *port,
+    size_t portlen)
+{
+	const char *colon;
+
+	if (spec[0] == '[') {
+		if ((colon = strstr(spec, "]:")) == NULL)
+			return -1;
+		snprintf(host, hostlen, "%.*s", (int)(colon - spec - 1),
+		    spec + 1);
+		snprintf(port, portlen, "%s", colon + 2);
+	} else if ((colon = strrchr(spec, ':')) != NULL) {
+		snprintf(host, hostlen, "%.*s", (int)(colon - spec), spec);
+		snprintf(port, portlen, "%s", colon + 1);
+	} else {
+		snprintf(host, hostlen, "127.0.0.1");
+		snprintf(port, portlen, "%s", spec);
+	}
+	return host[0] != '\0' && port[0] != '\0' ? 0 : -1;
+}
+
+static int
+listen_bind_inet(struct listen_sock *ls, const struct config *cfg)
+{
+	struct addrinfo hints, *res = NULL;
+	char host[CONFIG_MAX_VALUE], port[CONFIG_MAX_VALUE];
+	int on = 1, rc;
+
+	if (listen_split_inet(cfg->listen, host, sizeof(host), port,
+	    sizeof(port)) == -1) {
+		log_err("listen: \"%s\" is not a path, host:port or [v6]:port",
+		    cfg->listen);
+		return -1;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
+		log_err("listen: %s: %s", cfg->listen, gai_strerror(rc));
+		return -1;
+	}
+	ls->family = res->ai_family;
+	ls->fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, 0);
+	if (ls->fd == -1 ||
+	    setsockopt(ls->fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) == -1 ||
+	    (res->ai_family == AF_INET6 && setsockopt(ls->fd, IPPROTO_IPV6,
+	    IPV6_V6ONLY, &on, sizeof(on)) == -1) ||
+	    bind(ls->fd, res->ai_addr, res->ai_addrlen) == -1) {
+		log_err("%s: bind(%s) failed: %s", __func__, cfg->listen,
+		    strerror(errno));
+		freeaddrinfo(res);
+		return -1;
+	}
+	freeaddrinfo(res);
+	return 0;
+}
+
+int
+listen_bind(struct listen_sock *ls, const struct config *cfg)
+{
+	memset(ls, 0, sizeof(*ls));
+	ls->fd = -1;
+	if (cfg->listen[0] == '/') {
+		if (listen_bind_unix(ls, cfg) == -1)
+			goto fail;
+	} else if (listen_bind_inet(ls, cfg) == -1)
+		goto fail;
+	if (listen(ls->fd, cfg->listen_backlog) == -1) {
+		log_err("%s: listen() failed: %s", __func__, strerror(errno));
+		goto fail;
+	}
+	return 0;
+fail:
+	listen_close(ls);
+	return -1;
+}
+
+void
+listen_close(struct listen_sock *ls)
+{
+	struct stat st;
+
+	if (ls->fd != -1)
+		close(ls->fd);
+	ls->fd = -1;
+	/* Remove only the very file we bound, not a successor's. */
+	if (ls->owned && stat(ls->path, &st) == 0 && st.st_dev == ls->dev &&
+	    st.st_ino == ls->ino && unlink(ls->path) == -1)
+		log_warn("%s: unlink(%s) failed: %s", __func__, ls->path,
+		    strerror(errno));
+	ls->owned = 0;
+}
+
+const char *
+listen_describe(const struct listen_sock *ls, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN] = "?";
+	int port = 0;
+
+	if (ls->family == AF_UNIX) {
+		if (ls->path[0] != '\0')
+			snprintf(buf, len, "unix:%s", ls->path);
+		else
+			snprintf(buf, len, "unix:fd %d", ls->fd);
+		return buf;
+	}
+	if (getsockname(ls->fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET6) {
+			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+			inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+			port = ntohs(s6->sin6_port);
+			snprintf(buf, len, "tcp:[%s]:%d", host, port);
+			return buf;
+		}
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
+		    host, sizeof(host));
+		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	}
+	snprintf(buf, len, "tcp:%s:%d", host, port);
+	return buf;
+}

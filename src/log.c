@@ -1,0 +1,135 @@
+/*
+ * log.c: leveled logging to stderr or a file, shared by master and workers.
+ * Each line is formatted into one buffer and written with one write(2), so
+ * lines from several workers never interleave.
+ */
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOG_MAX_LINE	2048
+
+static enum config_log_level log_level = CONFIG_LOG_NOTICE;
+static char log_path[CONFIG_MAX_VALUE];
+static const char *log_role = "master";
+
+static const char *const log_names[] = {
+	[CONFIG_LOG_ERROR] = "ERROR",
+	[CONFIG_LOG_WARNING] = "WARNING",
+	[CONFIG_LOG_NOTICE] = "NOTICE",
+	[CONFIG_LOG_INFO] = "INFO",
+	[CONFIG_LOG_DEBUG] = "DEBUG",
+};
+
+static int
+log_open_file(void)
+{
+	int fd;
+
+	fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (fd == -1)
+		return -1;
+	if (dup2(fd, STDERR_FILENO) == -1) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int
+log_open(enum config_log_level level, const char *path)
+{
+	log_level = level;
+	if (path == NULL || path[0] == '\0' || strcmp(path, "stderr") == 0) {
+		log_path[0] = '\0';
+		return 0;
+	}
+	snprintf(log_path, sizeof(log_path), "%s", path);
+	return log_open_file();
+}
+
+int
+log_reopen(void)
+{
+	if (log_path[0] == '\0')
+		return 0;
+	return log_open_file();
+}
+
+void
+log_set_role(const char *role)
+{
+	log_role = role;
+}
+
+static void
+log_vwrite(enum config_log_level level, const char *fmt, va_list ap)
+{
+	char line[LOG_MAX_LINE];
+	struct tm tm;
+	time_t now;
+	int n, m, saved = errno;
+
+	if (level > log_level)
+		return;
+	if (log_path[0] == '\0' && getenv("JOURNAL_STREAM") != NULL) {
+		n = snprintf(line, sizeof(line), "<%d>%s %d: ", (int)level,
+		    log_role, (int)getpid());
+	} else {
+		now = time(NULL);
+		gmtime_r(&now, &tm);
+		n = snprintf(line, sizeof(line),
+		    "[%04d-%02d-%02dT%02d:%02d:%02dZ] %s: %s %d: ",
+		    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		    tm.tm_min, tm.tm_sec, log_names[level], log_role,
+		    (int)getpid());
+	}
+	if (n < 0 || (size_t)n >= sizeof(line) - 1)
+		n = 0;
+	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	if (m < 0)
+		m = 0;
+	n += m;
+	if ((size_t)n > sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(STDERR_FILENO, line, (size_t)n) == -1) {
+		/* nowhere left to report it */
+	}
+	errno = saved;
+}
+
+#define LOG_FUNC(name, level)				\
+void							\
+name(const char *fmt, ...)				\
+{							\
+	va_list ap;					\
+							\
+	va_start(ap, fmt);				\
+	log_vwrite(level, fmt, ap);			\
+	va_end(ap);					\
+}
+
+LOG_FUNC(log_err, CONFIG_LOG_ERROR)
+LOG_FUNC(log_warn, CONFIG_LOG_WARNING)
+LOG_FUNC(log_notice, CONFIG_LOG_NOTICE)
+LOG_FUNC(log_info, CONFIG_LOG_INFO)
+LOG_FUNC(log_debug, CONFIG_LOG_DEBUG)
+
+void
+fatal(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vwrite(CONFIG_LOG_ERROR, fmt, ap);
+	va_end(ap);
+	exit(1);
+}

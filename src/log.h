@@ -1,0 +1,37 @@
+/*
+ * log.h: one line per event to stderr or the error_log file (any process).
+ * Under systemd (JOURNAL_STREAM set) lines carry <N> priority prefixes for
+ * journald; otherwise a timestamp, the level and the pid. Never log tokens,
+ * signatures or passwords.
+ */
+#ifndef CFPM_LOG_H
+#define CFPM_LOG_H
+
+#include <stdarg.h>
+
+#include "config.h"
+
+/*
+ * Sets the threshold and the destination: path NULL or "stderr" keeps
+ * stderr, anything else is opened for append (and dup'ed onto stderr, so
+ * libraries writing to stderr land there too). Returns 0 or -1 (errno).
+ */
+int log_open(enum config_log_level level, const char *path);
+
+/* Reopens the error_log file after rotation (SIGUSR1). Returns 0 or -1. */
+int log_reopen(void);
+
+/* Names the process in each line ("master", "worker"). */
+void log_set_role(const char *role);
+
+void log_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Logs at error level and exits 1: startup failures only. */
+void fatal(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+
+#endif
