@@ -191,7 +191,7 @@ api_authorize(struct api_ctx *ctx, struct http_request *r, const char *scope,
 static int
 api_db_error(struct api_ctx *ctx, struct http_request *r, enum db_status st)
 {
-	if (st == DB_UNAVAILABLE) {
+	if (st == DB_UNAVAILABLE || st == DB_CANCELED) {
 		log_warn("database unavailable: %s", db_last_error(ctx->db));
 		return api_error(r, 503, "unavailable", NULL);
 	}

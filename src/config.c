@@ -246,12 +246,15 @@ static const struct config_directive config_directives[] = {
 	{ "error_log", cfg_set_string, CFG_FIELD(error_log), 0, 0 },
 	{ "log_level", cfg_set_log_level, 0, 0, 0 },
 	{ "access.log", cfg_set_string, CFG_FIELD(access_log), 0, 0 },
+	{ "access.format", cfg_set_string, CFG_FIELD(access_format), 0, 0 },
+	{ "pm.status_listen", cfg_set_string, CFG_FIELD(status_listen), 0, 0 },
 };
 
 void
 config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->pool_name, sizeof(cfg->pool_name), "cfpm");
 	snprintf(cfg->listen, sizeof(cfg->listen), "/run/cfpm/cfpm.sock");
 	cfg->listen_backlog = 511;
 	cfg->listen_mode = 0660;
@@ -259,6 +262,8 @@ config_defaults(struct config *cfg)
 	cfg->process_control_timeout = 10;
 	snprintf(cfg->ping_response, sizeof(cfg->ping_response), "pong");
 	snprintf(cfg->error_log, sizeof(cfg->error_log), "stderr");
+	snprintf(cfg->access_format, sizeof(cfg->access_format), "%s",
+	    CONFIG_DEFAULT_ACCESS_FORMAT);
 	cfg->log_level = CONFIG_LOG_NOTICE;
 	cfg->auth_errors = CONFIG_AUTH_RFC6750;
 }
@@ -308,6 +313,22 @@ cfg_lookup(const char *key)
 	return NULL;
 }
 
+/* "[name]": one pool, so a section other than [global] names it. */
+static int
+cfg_section(struct config *cfg, const char *line, char *why, size_t whylen)
+{
+	size_t n = strlen(line);
+
+	if (n < 3 || line[n - 1] != ']') {
+		snprintf(why, whylen, "unterminated section header");
+		return -1;
+	}
+	if (n - 2 != 6 || strncmp(line + 1, "global", 6) != 0)
+		snprintf(cfg->pool_name, sizeof(cfg->pool_name), "%.*s",
+		    (int)(n - 2), line + 1);
+	return 0;
+}
+
 /* One line, NUL-terminated and without its newline. */
 static int
 cfg_line(struct config *cfg, char *line, char *why, size_t whylen)
@@ -318,13 +339,8 @@ cfg_line(struct config *cfg, char *line, char *why, size_t whylen)
 	key = cfg_trim(line);
 	if (key[0] == '\0' || key[0] == ';' || key[0] == '#')
 		return 0;
-	if (key[0] == '[') {
-		if (key[strlen(key) - 1] != ']') {
-			snprintf(why, whylen, "unterminated section header");
-			return -1;
-		}
-		return 0;	/* sections: accepted, one pool only */
-	}
+	if (key[0] == '[')
+		return cfg_section(cfg, key, why, whylen);
 	if ((eq = strchr(key, '=')) == NULL) {
 		snprintf(why, whylen, "expected \"key = value\"");
 		return -1;

@@ -16,6 +16,7 @@
 #define CONFIG_MAX_VALUE	1024	/* longest value */
 #define CONFIG_MAX_CHILDREN	1024	/* pm.max_children upper bound */
 #define CONFIG_ERR_LEN		512	/* room for an error message */
+#define CONFIG_DEFAULT_ACCESS_FORMAT	"%t %p %i \"%m %r\" %s %d %C"
 
 enum config_auth_errors {
 	CONFIG_AUTH_RFC6750 = 0,	/* RFC 6750 statuses and headers */
@@ -31,6 +32,8 @@ enum config_log_level {
 };
 
 struct config {
+	char		pool_name[CONFIG_MAX_VALUE];	/* last [section] */
+
 	/* listen socket */
 	char		listen[CONFIG_MAX_VALUE];	/* path, host:port, [v6]:port */
 	int		listen_backlog;
@@ -66,6 +69,10 @@ struct config {
 	char		error_log[CONFIG_MAX_VALUE];	/* "stderr" or a path */
 	enum config_log_level log_level;
 	char		access_log[CONFIG_MAX_VALUE];	/* "" = off */
+	char		access_format[CONFIG_MAX_VALUE];
+
+	/* master-served status */
+	char		status_listen[CONFIG_MAX_VALUE];	/* "" = off */
 };
 
 /* Fills cfg with the documented defaults. */

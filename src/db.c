@@ -29,6 +29,7 @@ static const char db_write_sql[] =
 
 struct db {
 	PGconn		*conn;
+	PGcancel *volatile cancel;	/* read by a signal handler */
 	int		 up;		/* connected and prepared */
 	int64_t		 next_try_us;	/* earliest reconnect */
 	int		 backoff_ms;
@@ -78,6 +79,20 @@ db_mark_down(struct db *db)
 		db->backoff_ms = DB_BACKOFF_MAX_MS;
 }
 
+/* Closes the connection; the cancel handle goes first (signal safety). */
+static void
+db_drop(struct db *db)
+{
+	PGcancel *c = db->cancel;
+
+	db->cancel = NULL;
+	if (c != NULL)
+		PQfreeCancel(c);
+	if (db->conn != NULL)
+		PQfinish(db->conn);
+	db->conn = NULL;
+}
+
 static int
 db_connect(struct db *db)
 {
@@ -90,8 +105,7 @@ db_connect(struct db *db)
 	const char *vals[] = { DB_CONNECT_TIMEOUT, "cfpm", db->conninfo,
 	    NULL };
 
-	if (db->conn != NULL)
-		PQfinish(db->conn);
+	db_drop(db);
 	db->conn = PQconnectdbParams(keys, vals, 1);
 	if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK) {
 		db_set_error(db, "connect", db->conn ?
@@ -101,6 +115,7 @@ db_connect(struct db *db)
 	if (db_prepare(db, "read_event", db_read_sql, 2, read_types) == -1 ||
 	    db_prepare(db, "insert_event", db_write_sql, 3, write_types) == -1)
 		goto fail;
+	db->cancel = PQgetCancel(db->conn);
 	db->up = 1;
 	db->backoff_ms = 0;
 	return 0;
@@ -128,8 +143,7 @@ db_close(struct db *db)
 {
 	if (db == NULL)
 		return;
-	if (db->conn != NULL)
-		PQfinish(db->conn);
+	db_drop(db);
 	free(db);
 }
 
@@ -165,6 +179,9 @@ db_failure(struct db *db, PGresult *res, const char *what)
 
 	db_set_error(db, what, res ? PQresultErrorMessage(res) :
 	    PQerrorMessage(db->conn));
+	if (state != NULL && strcmp(state, "57014") == 0 &&
+	    PQstatus(db->conn) == CONNECTION_OK)
+		return DB_CANCELED;	/* query_canceled: the link is fine */
 	if (PQstatus(db->conn) != CONNECTION_OK || state == NULL ||
 	    strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0 ||
 	    strncmp(state, "53", 2) == 0) {
@@ -283,6 +300,16 @@ db_insert_event(struct db *db, const char *subject, const char *kind,
 		*id = db_get_int8(res, 0);
 	PQclear(res);
 	return st;
+}
+
+void
+db_cancel_async(struct db *db)
+{
+	PGcancel *c = db->cancel;
+	char err[64];
+
+	if (c != NULL)
+		(void)PQcancel(c, err, sizeof(err));
 }
 
 const char *

@@ -19,6 +19,7 @@ enum db_status {
 	DB_NOT_FOUND,		/* no such row */
 	DB_UNAVAILABLE,		/* no usable connection: 503 */
 	DB_ERROR,		/* the statement failed: 500 */
+	DB_CANCELED,		/* cancelled by request_terminate_timeout */
 };
 
 struct db;
@@ -76,6 +77,12 @@ void db_event_release(struct db_event *ev);
  */
 enum db_status db_insert_event(struct db *db, const char *subject,
     const char *kind, const char *payload, int64_t *id);
+
+/*
+ * Asks the server to cancel the statement in progress (PQcancel). Safe in
+ * a signal handler; does nothing when there is no connection.
+ */
+void db_cancel_async(struct db *db);
 
 /* A short text for the last failure (no secrets), for logs. */
 const char *db_last_error(const struct db *db);

@@ -5,6 +5,11 @@
 #include "listen.h"
 
 #include <arpa/inet.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <netinet/tcp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -278,6 +283,104 @@ listen_close(struct listen_sock *ls)
 		log_warn("%s: unlink(%s) failed: %s", __func__, ls->path,
 		    strerror(errno));
 	ls->owned = 0;
+}
+
+/* TCP: for a listening socket the kernel reports the accept queue in
+ * tcpi_unacked and its limit in tcpi_sacked. */
+static int
+listen_queue_tcp(int fd, unsigned *queued, unsigned *limit)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == -1)
+		return -1;
+	*queued = ti.tcpi_unacked;
+	*limit = ti.tcpi_sacked;
+	return 0;
+}
+
+static int
+listen_diag_request(int nl, ino_t ino)
+{
+	struct {
+		struct nlmsghdr		nlh;
+		struct unix_diag_req	req;
+	} msg;
+	struct sockaddr_nl sa;
+
+	memset(&msg, 0, sizeof(msg));
+	memset(&sa, 0, sizeof(sa));
+	sa.nl_family = AF_NETLINK;
+	msg.nlh.nlmsg_len = sizeof(msg);
+	msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	msg.nlh.nlmsg_flags = NLM_F_REQUEST;
+	msg.req.sdiag_family = AF_UNIX;
+	msg.req.udiag_states = 1 << 10;		/* TCP_LISTEN */
+	msg.req.udiag_ino = (unsigned)ino;
+	msg.req.udiag_show = UDIAG_SHOW_RQLEN;
+	msg.req.udiag_cookie[0] = msg.req.udiag_cookie[1] = ~0U;
+	return sendto(nl, &msg, sizeof(msg), 0, (struct sockaddr *)&sa,
+	    sizeof(sa)) == -1 ? -1 : 0;
+}
+
+/* Walks the answer for UNIX_DIAG_RQLEN: queue length and backlog. */
+static int
+listen_diag_parse(const char *buf, ssize_t n, unsigned *queued,
+    unsigned *limit)
+{
+	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+	const struct unix_diag_msg *m;
+	const struct rtattr *a;
+	const struct unix_diag_rqlen *rq;
+	int alen;
+
+	if (!NLMSG_OK(h, (unsigned)n) || h->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+		return -1;
+	m = NLMSG_DATA(h);
+	a = (const struct rtattr *)(m + 1);
+	alen = (int)h->nlmsg_len - NLMSG_LENGTH(sizeof(*m));
+	for (; RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+		if (a->rta_type != UNIX_DIAG_RQLEN ||
+		    RTA_PAYLOAD(a) < (int)sizeof(*rq))
+			continue;
+		rq = RTA_DATA(a);
+		*queued = rq->udiag_rqueue;
+		*limit = rq->udiag_wqueue;
+		return 0;
+	}
+	return -1;
+}
+
+static int
+listen_queue_unix(int fd, unsigned *queued, unsigned *limit)
+{
+	char buf[1024];
+	struct stat st;
+	ssize_t n;
+	int nl, rc = -1;
+
+	if (fstat(fd, &st) == -1)
+		return -1;
+	nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (nl == -1)
+		return -1;
+	if (listen_diag_request(nl, st.st_ino) == 0 &&
+	    (n = recv(nl, buf, sizeof(buf), 0)) > 0)
+		rc = listen_diag_parse(buf, n, queued, limit);
+	close(nl);
+	return rc;
+}
+
+int
+listen_queue(const struct listen_sock *ls, unsigned *queued,
+    unsigned *limit)
+{
+	if (ls->fd == -1)
+		return -1;
+	if (ls->family == AF_UNIX)
+		return listen_queue_unix(ls->fd, queued, limit);
+	return listen_queue_tcp(ls->fd, queued, limit);
 }
 
 const char *

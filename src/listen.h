@@ -41,6 +41,15 @@ int listen_bind(struct listen_sock *ls, const struct config *cfg);
 /* Closes the socket and removes the unix path if this process made it. */
 void listen_close(struct listen_sock *ls);
 
+/*
+ * Reads the accept queue of a listening socket: *queued connections
+ * waiting now and the *limit (the effective backlog). Unix sockets are
+ * asked through sock_diag (netlink), TCP through TCP_INFO. Returns 0 or
+ * -1 (errno; the caller shows "unknown").
+ */
+int listen_queue(const struct listen_sock *ls, unsigned *queued,
+    unsigned *limit);
+
 /* A short description for logs ("unix:/run/cfpm.sock", "tcp:[::1]:9000"). */
 const char *listen_describe(const struct listen_sock *ls, char *buf,
     size_t len);

@@ -12,13 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "auth.h"
 #include "config.h"
 #include "listen.h"
 #include "log.h"
 #include "master.h"
 
-#define MAIN_MAX_CONFIG	(1024 * 1024)	/* config file size limit */
 #ifndef CFPM_DEFAULT_CONFIG
 #define CFPM_DEFAULT_CONFIG	"/etc/cfpm/cfpm.conf"
 #endif
@@ -33,72 +31,6 @@ usage(FILE *f)
 	    "  -F           stay in the foreground (always the case)\n"
 	    "  -v           print the version\n",
 	    CFPM_DEFAULT_CONFIG, CONFIG_MAX_CHILDREN);
-}
-
-/* Reads the whole file into a malloc'd buffer. NULL with a message. */
-static char *
-main_read_file(const char *path, size_t *len, char *err)
-{
-	struct stat st;
-	char *buf = NULL;
-	ssize_t n;
-	int fd;
-
-	*len = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
-	    fstat(fd, &st) == -1) {
-		snprintf(err, CONFIG_ERR_LEN, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
-	if (st.st_size > MAIN_MAX_CONFIG) {
-		snprintf(err, CONFIG_ERR_LEN, "%s: larger than %d bytes",
-		    path, MAIN_MAX_CONFIG);
-		goto fail;
-	}
-	if ((buf = malloc((size_t)st.st_size + 1)) == NULL)
-		goto fail;
-	while (*len < (size_t)st.st_size) {
-		n = read(fd, buf + *len, (size_t)st.st_size - *len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		*len += (size_t)n;
-	}
-	close(fd);
-	return buf;
-fail:
-	if (fd != -1)
-		close(fd);
-	free(buf);
-	return NULL;
-}
-
-static int
-main_load_config(struct config *cfg, const char *path, int children,
-    char *err)
-{
-	struct auth auth;
-	size_t len;
-	char *text;
-	int rc;
-
-	config_defaults(cfg);
-	if ((text = main_read_file(path, &len, err)) == NULL)
-		return -1;
-	rc = config_parse(cfg, path, text, len, err);
-	free(text);
-	if (rc == -1)
-		return -1;
-	if (children > 0)
-		cfg->max_children = children;
-	if (config_validate(cfg, path, err) == -1)
-		return -1;
-	/* Keys are checked here so a bad file fails at start, not per fork. */
-	if (auth_init(&auth, cfg, err) == -1)
-		return -1;
-	auth_free(&auth);
-	return 0;
 }
 
 static int
@@ -142,7 +74,7 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return 2;
 	}
-	if (main_load_config(&cfg, path, children, err) == -1) {
+	if (master_load_config(&cfg, path, children, err) == -1) {
 		fprintf(stderr, "cfpm: %s\n", err);
 		return 1;
 	}
@@ -156,5 +88,5 @@ main(int argc, char *argv[])
 		return 1;
 	if (rc == 0 && listen_bind(&ls, &cfg) == -1)
 		return 1;
-	return master_run(&cfg, path, &ls);
+	return master_run(&cfg, path, children, &ls);
 }

@@ -1,27 +1,37 @@
 /*
  * master.c: the master process. Signal handlers only set flags; the loop
- * below acts on them between ppoll() calls, the nginx way.
+ * acts on them between ppoll() calls, the nginx way. Workers are grouped
+ * in generations: a reload or a recycle starts replacements first and
+ * retires the old workers only once the replacements are ready, so the
+ * pool never shrinks and no queued connection is dropped.
  */
 #include "master.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "admin.h"
+#include "auth.h"
 #include "clock.h"
 #include "log.h"
+#include "notify.h"
 #include "scoreboard.h"
+#include "status.h"
 #include "worker.h"
 
 #define MASTER_SLOTS	(2 * CONFIG_MAX_CHILDREN)	/* room for reloads */
-#define MASTER_TICK_MS	200	/* loop period while something is pending */
+#define MASTER_TICK_MS	200	/* loop period while anything is pending */
+#define MASTER_IDLE_MS	1000	/* loop period otherwise */
+#define MASTER_STATUS_US (5 * 1000000)	/* STATUS= line period */
 
 enum master_stop {
 	MASTER_RUNNING = 0,
@@ -30,17 +40,24 @@ enum master_stop {
 };
 
 struct master {
-	struct config		*cfg;
+	struct config		*cfg;		/* current generation's */
 	const char		*config_path;
+	int			 children;	/* -n override, 0 = none */
 	struct listen_sock	*ls;
+	struct admin		*admin;		/* NULL without status_listen */
 	struct scoreboard	*sb;
+	unsigned		 generation;
 	enum master_stop	 stop;
 	int64_t			 stop_deadline_us;
 	int			 killed;	/* SIGKILL sent at deadline */
 	int			 quick_deaths;	/* in a row */
 	int64_t			 next_spawn_us;
-	int			 ready;		/* READY=1 sent */
-	unsigned long long	 respawns;
+	int			 ready_sent;	/* READY=1 for this generation */
+	int64_t			 reload_deadline_us;	/* 0: no reload */
+	int64_t			 next_status_us;
+	int64_t			 next_watchdog_us;
+	uint64_t		 last_accepted;	/* for req/s in STATUS= */
+	unsigned		 children_reached;
 };
 
 static volatile sig_atomic_t sig_chld, sig_term, sig_int, sig_hup,
@@ -84,54 +101,96 @@ master_signals(sigset_t *waitmask)
 		sigdelset(waitmask, master_sigs[i]);
 }
 
-/* sd_notify(3) without libsystemd: one datagram to $NOTIFY_SOCKET. */
-static void
-master_notify(const char *msg)
+/* Reads the whole file into a malloc'd, NUL-terminated buffer. */
+static char *
+master_read_file(const char *path, size_t *len, char *err)
 {
-	const char *path = getenv("NOTIFY_SOCKET");
-	struct sockaddr_un sun;
-	socklen_t len;
+	struct stat st;
+	char *buf = NULL;
+	ssize_t n;
 	int fd;
 
-	if (path == NULL || (path[0] != '/' && path[0] != '@') ||
-	    strlen(path) >= sizeof(sun.sun_path))
-		return;
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, path, strlen(path));
-	if (sun.sun_path[0] == '@')
-		sun.sun_path[0] = '\0';		/* abstract namespace */
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
-	    strlen(path));
-	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
-		return;
-	if (sendto(fd, msg, strlen(msg), MSG_NOSIGNAL,
-	    (struct sockaddr *)&sun, len) == -1)
-		log_warn("%s: sendto(%s) failed: %s", __func__, path,
-		    strerror(errno));
+	*len = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
+	    fstat(fd, &st) == -1) {
+		snprintf(err, CONFIG_ERR_LEN, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (st.st_size > MASTER_MAX_CONFIG ||
+	    (buf = malloc((size_t)st.st_size + 1)) == NULL) {
+		snprintf(err, CONFIG_ERR_LEN, "%s: larger than %d bytes",
+		    path, MASTER_MAX_CONFIG);
+		goto fail;
+	}
+	while (*len < (size_t)st.st_size) {
+		n = read(fd, buf + *len, (size_t)st.st_size - *len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		*len += (size_t)n;
+	}
+	buf[*len] = '\0';
 	close(fd);
+	return buf;
+fail:
+	if (fd != -1)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+int
+master_load_config(struct config *cfg, const char *path, int children,
+    char *err)
+{
+	struct auth auth;
+	size_t len;
+	char *text;
+	int rc;
+
+	config_defaults(cfg);
+	if ((text = master_read_file(path, &len, err)) == NULL)
+		return -1;
+	rc = config_parse(cfg, path, text, len, err);
+	free(text);
+	if (rc == -1)
+		return -1;
+	if (children > 0)
+		cfg->max_children = children;
+	if (config_validate(cfg, path, err) == -1)
+		return -1;
+	/* Keys are tried here so a bad file fails now, not in every fork. */
+	if (auth_init(&auth, cfg, err) == -1)
+		return -1;
+	auth_free(&auth);
+	return 0;
+}
+
+/* A worker of the current generation that is not on its way out. */
+static int
+master_is_current(const struct master *m, const struct sb_slot *s)
+{
+	return s->state != SB_FREE && s->generation == m->generation &&
+	    !s->retire && !s->signaled;
 }
 
 static unsigned
-master_live(const struct master *m)
+master_count(const struct master *m, int current, int ready_only)
 {
+	const struct sb_slot *s;
 	unsigned i, n = 0;
 
-	for (i = 0; i < m->sb->nslots; i++)
-		if (m->sb->slots[i].state != SB_FREE)
-			n++;
-	return n;
-}
-
-static unsigned
-master_ready_count(const struct master *m)
-{
-	unsigned i, n = 0;
-
-	for (i = 0; i < m->sb->nslots; i++)
-		if (m->sb->slots[i].state != SB_FREE &&
-		    m->sb->slots[i].ready)
-			n++;
+	for (i = 0; i < m->sb->nslots; i++) {
+		s = &m->sb->slots[i];
+		if (s->state == SB_FREE)
+			continue;
+		if (current && !master_is_current(m, s))
+			continue;
+		if (ready_only && !(s->ready && s->state != SB_STARTING))
+			continue;
+		n++;
+	}
 	return n;
 }
 
@@ -150,12 +209,14 @@ master_spawn(struct master *m)
 	slot = &m->sb->slots[idx];
 	memset(slot, 0, sizeof(*slot));
 	slot->state = SB_STARTING;	/* before fork: the child overwrites */
+	slot->generation = m->generation;
 	slot->started_us = clock_now_us();
 	args.cfg = m->cfg;
 	args.listen_fd = m->ls->fd;
 	args.sb = m->sb;
 	args.slot = idx;
 	args.master = getpid();
+	args.close_fd = m->admin ? admin_fd(m->admin) : -1;
 	switch ((pid = fork())) {
 	case -1:
 		log_err("%s: fork() failed: %s", __func__, strerror(errno));
@@ -169,37 +230,50 @@ master_spawn(struct master *m)
 	return 0;
 }
 
+/* Dying young (bad keys, crash at start): back off, no fork storm. */
 static void
-master_note_death(struct master *m, struct sb_slot *slot, int status)
+master_backoff(struct master *m, const struct sb_slot *slot, int status)
 {
 	int64_t lived_ms = (clock_now_us() - slot->started_us) / 1000;
 	int delay;
 
-	if (WIFSIGNALED(status))
-		log_warn("worker %d killed by signal %d after %llu requests",
-		    (int)slot->pid, WTERMSIG(status),
-		    (unsigned long long)slot->requests);
-	else if (WEXITSTATUS(status) != 0)
-		log_warn("worker %d exited with status %d",
-		    (int)slot->pid, WEXITSTATUS(status));
+	if (lived_ms >= MASTER_QUICK_DEATH_MS &&
+	    !(WIFEXITED(status) && WEXITSTATUS(status) != 0)) {
+		m->quick_deaths = 0;
+		return;
+	}
+	delay = MASTER_BACKOFF_MIN_MS << (m->quick_deaths < 7 ?
+	    m->quick_deaths : 7);
+	if (delay > MASTER_BACKOFF_MAX_MS)
+		delay = MASTER_BACKOFF_MAX_MS;
+	m->quick_deaths++;
+	m->next_spawn_us = clock_now_us() + (int64_t)delay * 1000;
+	log_warn("worker died %lld ms after start; next start in %d ms",
+	    (long long)lived_ms, delay);
+}
+
+static void
+master_note_death(struct master *m, struct sb_slot *slot, int status)
+{
+	enum sb_reason reason = SB_REASON_EXIT;
+
+	if (WIFSIGNALED(status)) {
+		reason = slot->killed ? SB_REASON_TERMINATE : SB_REASON_CRASH;
+		if (!slot->signaled && !slot->killed)
+			log_warn("worker %d killed by signal %d after %llu "
+			    "requests", (int)slot->pid, WTERMSIG(status),
+			    (unsigned long long)slot->requests);
+	} else if (WEXITSTATUS(status) != 0)
+		log_warn("worker %d exited with status %d", (int)slot->pid,
+		    WEXITSTATUS(status));
 	else
 		log_info("worker %d exited after %llu requests",
 		    (int)slot->pid, (unsigned long long)slot->requests);
-	if (m->stop != MASTER_RUNNING)
+	/* Retired on purpose: its replacement is already running. */
+	if (m->stop != MASTER_RUNNING || !master_is_current(m, slot))
 		return;
-	m->respawns++;
-	/* Dying young (bad keys, crash at start): back off, no fork storm. */
-	if (lived_ms < MASTER_QUICK_DEATH_MS ||
-	    (WIFEXITED(status) && WEXITSTATUS(status) != 0)) {
-		delay = MASTER_BACKOFF_MIN_MS << (m->quick_deaths < 7 ?
-		    m->quick_deaths : 7);
-		if (delay > MASTER_BACKOFF_MAX_MS)
-			delay = MASTER_BACKOFF_MAX_MS;
-		m->quick_deaths++;
-		m->next_spawn_us = clock_now_us() + (int64_t)delay * 1000;
-		log_warn("respawning in %d ms", delay);
-	} else
-		m->quick_deaths = 0;
+	m->sb->totals.respawns[reason]++;
+	master_backoff(m, slot, status);
 }
 
 static void
@@ -234,7 +308,7 @@ master_begin_stop(struct master *m, enum master_stop how)
 	if (m->stop == MASTER_FAST || m->stop == how)
 		return;
 	m->stop = how;
-	master_notify("STOPPING=1");
+	notify_send("STOPPING=1");
 	if (how == MASTER_GRACEFUL) {
 		log_notice("graceful stop: finishing in-flight requests");
 		ms = (int64_t)m->cfg->process_control_timeout * 1000;
@@ -252,25 +326,182 @@ master_begin_stop(struct master *m, enum master_stop how)
 	}
 }
 
+/*
+ * SIGHUP / SIGUSR2: load and check the new configuration and keys first;
+ * if anything is wrong the running pool is left alone.
+ */
+static void
+master_reload(struct master *m)
+{
+	char err[CONFIG_ERR_LEN];
+	struct config *next;
+	unsigned i;
+
+	if ((next = malloc(sizeof(*next))) == NULL ||
+	    master_load_config(next, m->config_path, m->children, err) == -1) {
+		log_err("reload refused, pool unchanged: %s",
+		    next ? err : "out of memory");
+		free(next);
+		return;
+	}
+	if (strcmp(next->listen, m->cfg->listen) != 0 ||
+	    strcmp(next->status_listen, m->cfg->status_listen) != 0)
+		log_warn("reload: listen and pm.status_listen changes need "
+		    "a restart; keeping the current sockets");
+	notify_send("RELOADING=1");
+	if (log_open(next->log_level, next->error_log) == -1)
+		log_err("reload: error_log %s: %s", next->error_log,
+		    strerror(errno));
+	free(m->cfg);
+	m->cfg = next;
+	m->generation++;
+	m->ready_sent = 0;
+	m->quick_deaths = 0;
+	m->next_spawn_us = 0;
+	m->sb->totals.reloads++;
+	m->reload_deadline_us = clock_now_us() +
+	    (int64_t)(next->process_control_timeout + 10) * 1000000;
+	for (i = 0; i < m->sb->nslots; i++)
+		if (m->sb->slots[i].state != SB_FREE)
+			m->sb->totals.respawns[SB_REASON_RELOAD]++;
+	log_notice("reload: generation %u, %d workers", m->generation,
+	    next->max_children);
+}
+
+/* Retires workers replaced by a reload or a recycle once the current
+ * generation is fully ready (or the reload has waited long enough). */
+static void
+master_retire(struct master *m)
+{
+	int enough = master_count(m, 1, 1) >= (unsigned)m->cfg->max_children;
+	int late = m->reload_deadline_us != 0 &&
+	    clock_now_us() >= m->reload_deadline_us;
+	struct sb_slot *s;
+	unsigned i;
+
+	for (i = 0; i < m->sb->nslots; i++) {
+		s = &m->sb->slots[i];
+		if (s->state == SB_FREE || master_is_current(m, s) ||
+		    s->signaled || !(enough || late))
+			continue;
+		if (s->retire && s->generation == m->generation)
+			m->sb->totals.respawns[SB_REASON_RECYCLE]++;
+		s->signaled = 1;
+		kill(s->pid, SIGTERM);
+	}
+}
+
+/* request_slowlog_timeout and request_terminate_timeout, from outside:
+ * no ptrace, just the scoreboard. */
+static void
+master_timeouts(struct master *m)
+{
+	int64_t now = clock_now_us(), slow, term, elapsed;
+	struct sb_slot *s;
+	unsigned i;
+
+	slow = (int64_t)m->cfg->request_slowlog_timeout * 1000000;
+	term = (int64_t)m->cfg->request_terminate_timeout * 1000000;
+	for (i = 0; i < m->sb->nslots; i++) {
+		s = &m->sb->slots[i];
+		if (!scoreboard_busy(s) || s->req_start_us == 0)
+			continue;
+		elapsed = now - s->req_start_us;
+		if (slow > 0 && elapsed > slow && !s->slow_logged) {
+			s->slow_logged = 1;
+			m->sb->totals.slow++;
+			log_warn("slow request: worker %d, %s %s, phase %s, "
+			    "%.3f s elapsed", (int)s->pid, s->method, s->uri,
+			    scoreboard_state_name(s->state), elapsed / 1e6);
+		}
+		if (term > 0 && !s->killed &&
+		    elapsed > term + MASTER_TERMINATE_GRACE_MS * 1000) {
+			s->killed = 1;
+			m->sb->totals.terminated++;
+			log_warn("request_terminate_timeout: killing worker %d "
+			    "(%s %s, phase %s)", (int)s->pid, s->method, s->uri,
+			    scoreboard_state_name(s->state));
+			kill(s->pid, SIGKILL);
+		}
+	}
+}
+
+static void
+master_sample(struct master *m)
+{
+	unsigned busy = 0, queued, limit, i;
+
+	for (i = 0; i < m->sb->nslots; i++)
+		if (scoreboard_busy(&m->sb->slots[i]))
+			busy++;
+	if (busy > m->sb->totals.max_active)
+		m->sb->totals.max_active = busy;
+	if (busy >= (unsigned)m->cfg->max_children)
+		m->children_reached++;
+	if (listen_queue(m->ls, &queued, &limit) == 0 &&
+	    queued > m->sb->totals.listen_queue_max)
+		m->sb->totals.listen_queue_max = queued;
+}
+
+static void
+master_status_line(struct master *m)
+{
+	int64_t now = clock_now_us();
+	uint64_t acc = m->sb->totals.accepted;
+	unsigned total = master_count(m, 0, 0), busy = 0, i;
+	char msg[256];
+
+	if (now < m->next_status_us)
+		return;
+	for (i = 0; i < m->sb->nslots; i++)
+		if (scoreboard_busy(&m->sb->slots[i]))
+			busy++;
+	snprintf(msg, sizeof(msg), "STATUS=Processes active: %u, idle: %u, "
+	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", busy,
+	    total - busy, (unsigned long long)acc,
+	    (unsigned long long)m->sb->totals.slow,
+	    m->next_status_us ? (acc - m->last_accepted) /
+	    (MASTER_STATUS_US / 1e6) : 0.0);
+	notify_send(msg);
+	m->last_accepted = acc;
+	m->next_status_us = now + MASTER_STATUS_US;
+}
+
+static void
+master_ready(struct master *m)
+{
+	unsigned old = master_count(m, 0, 0) - master_count(m, 1, 0);
+
+	if (m->ready_sent ||
+	    master_count(m, 1, 1) < (unsigned)m->cfg->max_children || old > 0)
+		return;
+	m->ready_sent = 1;
+	m->reload_deadline_us = 0;
+	notify_send("READY=1");
+	log_notice("pool ready: generation %u, %d workers", m->generation,
+	    m->cfg->max_children);
+}
+
 static void
 master_maintain(struct master *m)
 {
-	char msg[128];
-	unsigned live = master_live(m), ready;
+	unsigned current = master_count(m, 1, 0);
+	int64_t now = clock_now_us(), wd = notify_watchdog_us();
 
-	while (live < (unsigned)m->cfg->max_children &&
+	while (current < (unsigned)m->cfg->max_children &&
 	    clock_now_us() >= m->next_spawn_us) {
 		if (master_spawn(m) == -1)
 			break;
-		live++;
+		current++;
 	}
-	ready = master_ready_count(m);
-	if (!m->ready && ready >= (unsigned)m->cfg->max_children) {
-		m->ready = 1;
-		snprintf(msg, sizeof(msg), "READY=1\nSTATUS=%u workers ready",
-		    ready);
-		master_notify(msg);
-		log_notice("pool ready: %u workers", ready);
+	master_retire(m);
+	master_timeouts(m);
+	master_sample(m);
+	master_ready(m);
+	master_status_line(m);
+	if (wd > 0 && now >= m->next_watchdog_us) {
+		notify_send("WATCHDOG=1");
+		m->next_watchdog_us = now + wd / 2;
 	}
 }
 
@@ -294,71 +525,133 @@ master_handle_flags(struct master *m)
 		if (log_reopen() == -1)
 			log_err("reopening the error log failed: %s",
 			    strerror(errno));
+		master_signal_all(m, SIGUSR1);	/* workers' access logs */
 	}
 	if (sig_hup) {
 		sig_hup = 0;
-		log_warn("reload requested: not supported yet, ignored");
+		if (m->stop == MASTER_RUNNING)
+			master_reload(m);
 	}
 }
 
-/* Returns the ppoll timeout in ms: short while anything is pending. */
 static int
 master_timeout_ms(const struct master *m)
 {
-	if (m->stop != MASTER_RUNNING || !m->ready ||
-	    master_live(m) < (unsigned)m->cfg->max_children)
+	if (m->stop != MASTER_RUNNING || !m->ready_sent ||
+	    m->cfg->request_slowlog_timeout > 0 ||
+	    m->cfg->request_terminate_timeout > 0)
 		return MASTER_TICK_MS;
-	return -1;
+	return MASTER_IDLE_MS;
+}
+
+/* Fills a status view from the scoreboard (the admin socket asks). */
+static void
+master_fill_status(struct status_view *v, void *arg)
+{
+	static long rss[MASTER_SLOTS];
+	struct master *m = arg;
+	char path[64];
+	long pages, resident;
+	unsigned i;
+	FILE *f;
+
+	memset(v, 0, sizeof(*v));
+	for (i = 0; i < m->sb->nslots; i++) {
+		rss[i] = -1;
+		if (m->sb->slots[i].state == SB_FREE)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/statm",
+		    (int)m->sb->slots[i].pid);
+		if ((f = fopen(path, "re")) == NULL)
+			continue;
+		if (fscanf(f, "%ld %ld", &pages, &resident) == 2)
+			rss[i] = resident * (sysconf(_SC_PAGESIZE) / 1024);
+		fclose(f);
+	}
+	v->pool = m->cfg->pool_name;
+	v->sb = m->sb;
+	v->rss_kb = rss;
+	v->generation = m->generation;
+	v->max_children = m->cfg->max_children;
+	v->listen_known = listen_queue(m->ls, &v->listen_queue,
+	    &v->listen_queue_len) == 0;
+	v->max_children_reached = m->children_reached;
+	v->now = (int64_t)time(NULL);
+	v->now_us = clock_now_us();
 }
 
 static void
-master_wait(const struct master *m, const sigset_t *waitmask)
+master_wait(struct master *m, const sigset_t *waitmask)
 {
-	struct timespec ts, *tsp = NULL;
-	int ms = master_timeout_ms(m);
+	struct pollfd pfd = { .fd = -1, .events = POLLIN };
+	int ms = master_timeout_ms(m), n;
+	struct timespec ts;
 
-	if (ms >= 0) {
-		ts.tv_sec = ms / 1000;
-		ts.tv_nsec = (long)(ms % 1000) * 1000000;
-		tsp = &ts;
-	}
-	if (ppoll(NULL, 0, tsp, waitmask) == -1 && errno != EINTR)
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000;
+	if (m->admin != NULL)
+		pfd.fd = admin_fd(m->admin);
+	n = ppoll(&pfd, 1, &ts, waitmask);
+	if (n == -1 && errno != EINTR)
 		log_err("%s: ppoll() failed: %s", __func__, strerror(errno));
+	if (n > 0 && (pfd.revents & POLLIN))
+		admin_serve(m->admin, m->cfg, master_fill_status, m);
+}
+
+static void
+master_init(struct master *m, struct config *cfg, const char *config_path,
+    int children, struct listen_sock *ls)
+{
+	struct config *own;
+
+	memset(m, 0, sizeof(*m));
+	if ((own = malloc(sizeof(*own))) == NULL)
+		fatal("%s: out of memory", __func__);
+	*own = *cfg;		/* reloads replace it */
+	m->cfg = own;
+	m->config_path = config_path;
+	m->children = children;
+	m->ls = ls;
+	if ((m->sb = scoreboard_create(MASTER_SLOTS)) == NULL)
+		fatal("%s: scoreboard: %s", __func__, strerror(errno));
+	m->sb->totals.start_time = (int64_t)time(NULL);
+	m->sb->totals.start_us = clock_now_us();
+	notify_init();
+	if (own->status_listen[0] != '\0' &&
+	    (m->admin = admin_open(own)) == NULL)
+		fatal("pm.status_listen %s: cannot listen", own->status_listen);
 }
 
 int
-master_run(struct config *cfg, const char *config_path,
+master_run(struct config *cfg, const char *config_path, int children,
     struct listen_sock *ls)
 {
 	struct master m;
 	sigset_t waitmask;
 	char where[160];
 
-	memset(&m, 0, sizeof(m));
-	m.cfg = cfg;
-	m.config_path = config_path;
-	m.ls = ls;
-	if ((m.sb = scoreboard_create(MASTER_SLOTS)) == NULL)
-		fatal("%s: scoreboard: %s", __func__, strerror(errno));
+	master_init(&m, cfg, config_path, children, ls);
 	master_signals(&waitmask);
 	log_notice("cfpm %s: %d workers on %s", PACKAGE_VERSION,
-	    cfg->max_children, listen_describe(ls, where, sizeof(where)));
+	    m.cfg->max_children, listen_describe(ls, where, sizeof(where)));
 	for (;;) {
 		master_handle_flags(&m);
 		if (m.stop == MASTER_RUNNING)
 			master_maintain(&m);
-		else if (master_live(&m) == 0)
+		else if (master_count(&m, 0, 0) == 0)
 			break;
 		else if (!m.killed && clock_now_us() >= m.stop_deadline_us) {
 			log_warn("stop timeout: killing %u workers",
-			    master_live(&m));
+			    master_count(&m, 0, 0));
 			master_signal_all(&m, SIGKILL);
 			m.killed = 1;
 		}
 		master_wait(&m, &waitmask);
 	}
+	admin_close(m.admin);
 	listen_close(ls);
 	scoreboard_destroy(m.sb);
+	free(m.cfg);
 	log_notice("stopped");
 	return 0;
 }

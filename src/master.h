@@ -1,7 +1,8 @@
 /*
- * master.h: the master process: forks the static pool, reaps and
- * respawns workers, turns signals into stop/reload/reopen, talks to
- * systemd (sd_notify) and owns the scoreboard.
+ * master.h: the master process: forks the static pool, reaps, respawns
+ * and recycles workers, reloads without dropping requests, enforces the
+ * request timeouts, serves the status page, turns signals into stop /
+ * reload / reopen, talks to systemd (sd_notify) and owns the scoreboard.
  */
 #ifndef CFPM_MASTER_H
 #define CFPM_MASTER_H
@@ -13,14 +14,27 @@
 #define MASTER_BACKOFF_MAX_MS	10000	/* longest respawn delay */
 #define MASTER_QUICK_DEATH_MS	1000	/* a worker dying sooner backs off */
 #define MASTER_FAST_STOP_MS	2000	/* SIGINT: then SIGKILL */
+#define MASTER_TERMINATE_GRACE_MS 2000	/* after the cancel, then SIGKILL */
+#define MASTER_STATUS_IO_MS	1000	/* one status request, at most */
+#define MASTER_MAX_CONFIG	(1024 * 1024)	/* config file size limit */
+
+/*
+ * Loads path into cfg: defaults, the file, the -n override (children > 0),
+ * cross-checks, and a trial parse of the key file. Returns 0, or -1 with
+ * "file:line: reason" in err (CONFIG_ERR_LEN bytes). Used at start, by
+ * -t, and on every reload.
+ */
+int master_load_config(struct config *cfg, const char *path, int children,
+    char *err);
 
 /*
  * Runs the pool until a stop signal: forks cfg->max_children workers on
- * ls, respawns them as they die, and stops gracefully (SIGTERM, SIGQUIT)
- * or fast (SIGINT). Removes the socket file only if cfpm created it.
+ * ls, keeps that many running, reloads on SIGHUP/SIGUSR2 (cfg is replaced
+ * by the new configuration), and stops gracefully (SIGTERM, SIGQUIT) or
+ * fast (SIGINT). Removes socket files only if cfpm created them.
  * Returns the process exit status (0 after a clean stop).
  */
-int master_run(struct config *cfg, const char *config_path,
+int master_run(struct config *cfg, const char *config_path, int children,
     struct listen_sock *ls);
 
 #endif

@@ -56,12 +56,44 @@ scoreboard_find(const struct scoreboard *sb, pid_t pid)
 	return -1;
 }
 
+int
+scoreboard_busy(const struct sb_slot *slot)
+{
+	return slot->state >= SB_READING && slot->state <= SB_WRITING;
+}
+
+void
+scoreboard_count(struct scoreboard *sb, int status)
+{
+	int class = status / 100;
+
+	__atomic_add_fetch(&sb->totals.accepted, 1, __ATOMIC_RELAXED);
+	if (class >= 1 && class <= 5)
+		__atomic_add_fetch(&sb->totals.by_class[class], 1,
+		    __ATOMIC_RELAXED);
+}
+
+const char *
+scoreboard_reason_name(int reason)
+{
+	static const char *const names[] = {
+		[SB_REASON_START] = "start", [SB_REASON_EXIT] = "exit",
+		[SB_REASON_CRASH] = "crash", [SB_REASON_RECYCLE] = "recycle",
+		[SB_REASON_RELOAD] = "reload",
+		[SB_REASON_TERMINATE] = "terminate",
+	};
+
+	if (reason < 0 || reason >= SB_REASON_MAX)
+		return "unknown";
+	return names[reason];
+}
+
 const char *
 scoreboard_state_name(int state)
 {
 	static const char *const names[] = {
 		[SB_FREE] = "Free", [SB_STARTING] = "Starting",
-		[SB_IDLE] = "Idle", [SB_READING] = "Reading headers",
+		[SB_IDLE] = "Idle", [SB_READING] = "Reading",
 		[SB_AUTH] = "Auth", [SB_DB] = "Database",
 		[SB_WRITING] = "Writing", [SB_EXITING] = "Finishing",
 	};

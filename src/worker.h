@@ -17,6 +17,7 @@ struct worker_args {
 	struct scoreboard	*sb;
 	int			 slot;		/* index in sb->slots */
 	pid_t			 master;
+	int			 close_fd;	/* master-only fd, or -1 */
 };
 
 /*
