@@ -282,21 +282,34 @@ cfg_trim(char *s)
 	return s;
 }
 
-/* Strips a pair of double quotes; a lone quote is an error. */
+/*
+ * A value in double quotes loses them; inside, \" and \\ stand for " and
+ * \. A quote at one end only is an error.
+ */
 static int
 cfg_unquote(char **value, char *why, size_t whylen)
 {
-	char *v = *value;
+	char *v = *value, *in, *out;
 	size_t len = strlen(v);
 
 	if (len == 0 || (v[0] != '"' && v[len - 1] != '"'))
 		return 0;
 	if (len < 2 || v[0] != '"' || v[len - 1] != '"' ||
-	    memchr(v + 1, '"', len - 2) != NULL) {
+	    (len > 2 && v[len - 2] == '\\' && (len < 4 || v[len - 3] != '\\'))) {
 		snprintf(why, whylen, "unbalanced quotes");
 		return -1;
 	}
 	v[len - 1] = '\0';
+	for (in = out = v + 1; *in != '\0'; in++) {
+		if (*in == '\\' && (in[1] == '"' || in[1] == '\\'))
+			in++;
+		else if (*in == '"') {
+			snprintf(why, whylen, "unescaped quote inside quotes");
+			return -1;
+		}
+		*out++ = *in;
+	}
+	*out = '\0';
 	*value = v + 1;
 	return 0;
 }

@@ -70,7 +70,8 @@ test_full(void)
 	    "auth.errors = compat\n"
 	    "auth.typ = strict\n"
 	    "ping.path = /ping\n"
-	    "pm.status_path = /status";
+	    "pm.status_path = /status\n"
+	    "access.format = \"%m \\\"%r\\\" \\\\ %s\"";
 
 	is_int(parse(&cfg, text, err), 0, "full config parses (%s)", err);
 	is_str(cfg.listen, "[::1]:9000", "listen trimmed, CR dropped");
@@ -88,6 +89,8 @@ test_full(void)
 	is_int(cfg.auth_typ_strict, 1, "auth.typ strict");
 	is_int(cfg.log_level, CONFIG_LOG_DEBUG, "log_level debug");
 	is_str(cfg.status_path, "/status", "pm.status_path");
+	is_str(cfg.access_format, "%m \"%r\" \\ %s", "escapes in quotes");
+	is_str(cfg.pool_name, "www", "pool name from the section");
 	is_int(config_validate(&cfg, "t.conf", err), 0, "validates");
 }
 
@@ -112,6 +115,8 @@ test_errors(void)
 	expect_error("log_level = chatty\n", "expected error", "bad level");
 	expect_error("listen = \"/x\n", "unbalanced quotes", "lone quote");
 	expect_error("[www\n", "section", "unterminated section");
+	expect_error("listen = \"a\"b\"\n", "unescaped quote",
+	    "inner quote");
 	expect_error("request_terminate_timeout = 2d\n", "not an integer",
 	    "unknown duration suffix");
 	expect_error("request_terminate_timeout = 25h\n", "longer than",
