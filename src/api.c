@@ -350,12 +350,7 @@ api_json_depth_ok(const char *text, size_t len, int max)
 	return 1;
 }
 
-/*
- * Validates a POST body: a JSON object with a non-empty string "kind" and
- * an object "payload". Returns 0 with *kind (borrowed) and *payload
- * (malloc'd compact JSON) set, or -1.
- */
-static int
+int
 api_parse_event(const char *body, size_t len, json_t **root,
     const char **kind, char **payload)
 {

@@ -16,11 +16,17 @@ struct config_directive;
 typedef int (*config_setter)(struct config *, const struct config_directive *,
     const char *, char *, size_t);
 
+struct config_choice {
+	const char	*name;
+	int		 value;
+};
+
 struct config_directive {
 	const char	*key;
 	config_setter	 set;
 	size_t		 offset;	/* field in struct config */
 	long long	 min, max;	/* for integers */
+	const struct config_choice *choices;	/* for keywords */
 };
 
 #define CFG_FIELD(f)	offsetof(struct config, f)
@@ -69,18 +75,6 @@ cfg_set_int(struct config *cfg, const struct config_directive *d,
 	if (cfg_parse_ll(d, value, &v, why, whylen) == -1)
 		return -1;
 	*(int *)CFG_PTR(cfg, d) = (int)v;
-	return 0;
-}
-
-static int
-cfg_set_long(struct config *cfg, const struct config_directive *d,
-    const char *value, char *why, size_t whylen)
-{
-	long long v;
-
-	if (cfg_parse_ll(d, value, &v, why, whylen) == -1)
-		return -1;
-	*(long *)CFG_PTR(cfg, d) = (long)v;
 	return 0;
 }
 
@@ -145,109 +139,78 @@ cfg_set_mode(struct config *cfg, const struct config_directive *d,
 	return 0;
 }
 
+/* Keyword settings: the value must be one of d->choices. */
 static int
-cfg_set_pm(struct config *cfg, const struct config_directive *d,
+cfg_set_choice(struct config *cfg, const struct config_directive *d,
     const char *value, char *why, size_t whylen)
 {
-	(void)cfg;
-	if (strcmp(value, "static") != 0) {
-		snprintf(why, whylen, "%s: only \"static\" is supported",
-		    d->key);
-		return -1;
-	}
-	return 0;
-}
+	const struct config_choice *c;
+	size_t n = 0;
 
-static int
-cfg_set_auth_errors(struct config *cfg, const struct config_directive *d,
-    const char *value, char *why, size_t whylen)
-{
-	if (strcmp(value, "rfc6750") == 0)
-		cfg->auth_errors = CONFIG_AUTH_RFC6750;
-	else if (strcmp(value, "compat") == 0)
-		cfg->auth_errors = CONFIG_AUTH_COMPAT;
-	else {
-		snprintf(why, whylen, "%s: expected rfc6750 or compat",
-		    d->key);
-		return -1;
-	}
-	return 0;
-}
-
-static int
-cfg_set_auth_typ(struct config *cfg, const struct config_directive *d,
-    const char *value, char *why, size_t whylen)
-{
-	if (strcmp(value, "lenient") == 0)
-		cfg->auth_typ_strict = 0;
-	else if (strcmp(value, "strict") == 0)
-		cfg->auth_typ_strict = 1;
-	else {
-		snprintf(why, whylen, "%s: expected lenient or strict",
-		    d->key);
-		return -1;
-	}
-	return 0;
-}
-
-static int
-cfg_set_log_level(struct config *cfg, const struct config_directive *d,
-    const char *value, char *why, size_t whylen)
-{
-	static const struct {
-		const char *name;
-		enum config_log_level level;
-	} levels[] = {
-		{ "error", CONFIG_LOG_ERROR }, { "warning", CONFIG_LOG_WARNING },
-		{ "notice", CONFIG_LOG_NOTICE }, { "info", CONFIG_LOG_INFO },
-		{ "debug", CONFIG_LOG_DEBUG },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
-		if (strcmp(value, levels[i].name) == 0) {
-			cfg->log_level = levels[i].level;
+	for (c = d->choices; c->name != NULL; c++) {
+		if (strcmp(value, c->name) == 0) {
+			*(int *)CFG_PTR(cfg, d) = c->value;
 			return 0;
 		}
 	}
-	snprintf(why, whylen,
-	    "%s: expected error, warning, notice, info or debug", d->key);
+	n = (size_t)snprintf(why, whylen, "%s: expected", d->key);
+	for (c = d->choices; c->name != NULL && n < whylen; c++)
+		n += (size_t)snprintf(why + n, whylen - n, "%s %s",
+		    c == d->choices ? "" : (c[1].name ? "," : " or"), c->name);
 	return -1;
 }
 
+static const struct config_choice cfg_pm_choices[] = {
+	{ "static", 0 }, { NULL, 0 },
+};
+static const struct config_choice cfg_errors_choices[] = {
+	{ "rfc6750", CONFIG_AUTH_RFC6750 }, { "compat", CONFIG_AUTH_COMPAT },
+	{ NULL, 0 },
+};
+static const struct config_choice cfg_typ_choices[] = {
+	{ "lenient", 0 }, { "strict", 1 }, { NULL, 0 },
+};
+static const struct config_choice cfg_level_choices[] = {
+	{ "error", CONFIG_LOG_ERROR }, { "warning", CONFIG_LOG_WARNING },
+	{ "notice", CONFIG_LOG_NOTICE }, { "info", CONFIG_LOG_INFO },
+	{ "debug", CONFIG_LOG_DEBUG }, { NULL, 0 },
+};
+
+#define CFG_STRING(k, f)	{ k, cfg_set_string, CFG_FIELD(f), 0, 0, NULL }
+#define CFG_INT(k, f, lo, hi)	{ k, cfg_set_int, CFG_FIELD(f), lo, hi, NULL }
+#define CFG_INT64(k, f, lo, hi)	{ k, cfg_set_int64, CFG_FIELD(f), lo, hi, NULL }
+#define CFG_SECONDS(k, f)	{ k, cfg_set_seconds, CFG_FIELD(f), 0, 86400, NULL }
+#define CFG_MODE(k, f)		{ k, cfg_set_mode, CFG_FIELD(f), 0, 0, NULL }
+#define CFG_CHOICE(k, f, c)	{ k, cfg_set_choice, CFG_FIELD(f), 0, 0, c }
+
 static const struct config_directive config_directives[] = {
-	{ "listen", cfg_set_string, CFG_FIELD(listen), 0, 0 },
-	{ "listen.backlog", cfg_set_int, CFG_FIELD(listen_backlog), 1, 65535 },
-	{ "listen.owner", cfg_set_string, CFG_FIELD(listen_owner), 0, 0 },
-	{ "listen.group", cfg_set_string, CFG_FIELD(listen_group), 0, 0 },
-	{ "listen.mode", cfg_set_mode, CFG_FIELD(listen_mode), 0, 0 },
-	{ "pm", cfg_set_pm, 0, 0, 0 },
-	{ "pm.max_children", cfg_set_int, CFG_FIELD(max_children), 1,
-	    CONFIG_MAX_CHILDREN },
-	{ "pm.max_requests", cfg_set_long, CFG_FIELD(max_requests), 0,
-	    LONG_MAX },
-	{ "request_terminate_timeout", cfg_set_seconds,
-	    CFG_FIELD(request_terminate_timeout), 0, 86400 },
-	{ "request_slowlog_timeout", cfg_set_seconds,
-	    CFG_FIELD(request_slowlog_timeout), 0, 86400 },
-	{ "process_control_timeout", cfg_set_seconds,
-	    CFG_FIELD(process_control_timeout), 0, 86400 },
-	{ "pm.status_path", cfg_set_string, CFG_FIELD(status_path), 0, 0 },
-	{ "ping.path", cfg_set_string, CFG_FIELD(ping_path), 0, 0 },
-	{ "ping.response", cfg_set_string, CFG_FIELD(ping_response), 0, 0 },
-	{ "db.conninfo", cfg_set_string, CFG_FIELD(db_conninfo), 0, 0 },
-	{ "auth.issuer", cfg_set_string, CFG_FIELD(auth_issuer), 0, 0 },
-	{ "auth.audience", cfg_set_string, CFG_FIELD(auth_audience), 0, 0 },
-	{ "auth.key_file", cfg_set_string, CFG_FIELD(auth_key_file), 0, 0 },
-	{ "auth.key_id", cfg_set_string, CFG_FIELD(auth_key_id), 0, 0 },
-	{ "auth.leeway", cfg_set_int64, CFG_FIELD(auth_leeway), 0, 3600 },
-	{ "auth.errors", cfg_set_auth_errors, 0, 0, 0 },
-	{ "auth.typ", cfg_set_auth_typ, 0, 0, 0 },
-	{ "error_log", cfg_set_string, CFG_FIELD(error_log), 0, 0 },
-	{ "log_level", cfg_set_log_level, 0, 0, 0 },
-	{ "access.log", cfg_set_string, CFG_FIELD(access_log), 0, 0 },
-	{ "access.format", cfg_set_string, CFG_FIELD(access_format), 0, 0 },
-	{ "pm.status_listen", cfg_set_string, CFG_FIELD(status_listen), 0, 0 },
+	CFG_STRING("listen", listen),
+	CFG_INT("listen.backlog", listen_backlog, 1, 65535),
+	CFG_STRING("listen.owner", listen_owner),
+	CFG_STRING("listen.group", listen_group),
+	CFG_MODE("listen.mode", listen_mode),
+	CFG_CHOICE("pm", pm, cfg_pm_choices),
+	CFG_INT("pm.max_children", max_children, 1, CONFIG_MAX_CHILDREN),
+	CFG_INT64("pm.max_requests", max_requests, 0, INT64_MAX),
+	CFG_SECONDS("request_terminate_timeout", request_terminate_timeout),
+	CFG_SECONDS("request_slowlog_timeout", request_slowlog_timeout),
+	CFG_SECONDS("process_control_timeout", process_control_timeout),
+	CFG_STRING("pm.status_listen", status_listen),
+	CFG_STRING("pm.status_path", status_path),
+	CFG_STRING("ping.path", ping_path),
+	CFG_STRING("ping.response", ping_response),
+	CFG_STRING("db.conninfo", db_conninfo),
+	CFG_STRING("auth.issuer", auth_issuer),
+	CFG_STRING("auth.audience", auth_audience),
+	CFG_STRING("auth.key_file", auth_key_file),
+	CFG_STRING("auth.key_id", auth_key_id),
+	CFG_INT64("auth.leeway", auth_leeway, 0, 3600),
+	CFG_CHOICE("auth.errors", auth_errors, cfg_errors_choices),
+	CFG_CHOICE("auth.typ", auth_typ_strict, cfg_typ_choices),
+	CFG_STRING("error_log", error_log),
+	CFG_CHOICE("log_level", log_level, cfg_level_choices),
+	CFG_STRING("access.log", access_log),
+	CFG_STRING("access.format", access_format),
 };
 
 void

@@ -43,7 +43,8 @@ struct config {
 
 	/* pool */
 	int		max_children;		/* pm.max_children, 1..1024 */
-	long		max_requests;		/* pm.max_requests, 0 = never */
+	int		pm;			/* only 0: static */
+	int64_t		max_requests;		/* pm.max_requests, 0 = never */
 	int		request_terminate_timeout;	/* seconds, 0 = off */
 	int		request_slowlog_timeout;	/* seconds, 0 = off */
 	int		process_control_timeout;	/* seconds for graceful stop */
@@ -62,12 +63,12 @@ struct config {
 	char		auth_key_file[CONFIG_MAX_VALUE];	/* SPKI PEM or JWKS */
 	char		auth_key_id[CONFIG_MAX_VALUE];	/* kid of a PEM key */
 	int64_t		auth_leeway;		/* seconds */
-	enum config_auth_errors auth_errors;
+	int		auth_errors;		/* enum config_auth_errors */
 	int		auth_typ_strict;	/* require typ at+jwt */
 
 	/* logs */
 	char		error_log[CONFIG_MAX_VALUE];	/* "stderr" or a path */
-	enum config_log_level log_level;
+	int		log_level;		/* enum config_log_level */
 	char		access_log[CONFIG_MAX_VALUE];	/* "" = off */
 	char		access_format[CONFIG_MAX_VALUE];
 

@@ -107,12 +107,12 @@ test_errors(void)
 	expect_error("no_such_key = 1\n", "t.conf:1: unknown key",
 	    "unknown key");
 	expect_error("listen\n", "expected \"key = value\"", "no equals");
-	expect_error("pm = dynamic\n", "only \"static\"", "pm dynamic");
+	expect_error("pm = dynamic\n", "pm: expected static", "pm dynamic");
 	expect_error("listen.mode = 0999\n", "octal", "bad mode");
-	expect_error("auth.errors = loud\n", "rfc6750 or compat",
+	expect_error("auth.errors = loud\n", "expected rfc6750 or compat",
 	    "bad auth.errors");
-	expect_error("auth.typ = maybe\n", "lenient or strict", "bad typ");
-	expect_error("log_level = chatty\n", "expected error", "bad level");
+	expect_error("auth.typ = maybe\n", "expected lenient or strict", "bad typ");
+	expect_error("log_level = chatty\n", "expected error, warning, notice, info or debug", "bad level");
 	expect_error("listen = \"/x\n", "unbalanced quotes", "lone quote");
 	expect_error("[www\n", "section", "unterminated section");
 	expect_error("listen = \"a\"b\"\n", "unescaped quote",
