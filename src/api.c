@@ -4,7 +4,6 @@
  */
 #include "api.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,19 +12,13 @@
 
 #include <jansson.h>
 
+#include "buf.h"
 #include "log.h"
 
 #define API_JSON		"application/json"
 #define API_SCOPE_READ		"events:read"
 #define API_SCOPE_WRITE		"events:write"
 #define API_MAX_ID_DIGITS	19	/* 9223372036854775807 */
-
-/* A reply body under construction in ctx->out. */
-struct api_buf {
-	char	*p;
-	size_t	 len, cap;
-	int	 overflow;
-};
 
 int
 api_init(struct api_ctx *ctx)
@@ -47,44 +40,9 @@ api_free(struct api_ctx *ctx)
 	ctx->body = ctx->out = NULL;
 }
 
-static void
-buf_add(struct api_buf *b, const char *s, size_t n)
-{
-	if (b->overflow || n > b->cap - b->len) {
-		b->overflow = 1;
-		return;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
-static void
-buf_str(struct api_buf *b, const char *s)
-{
-	buf_add(b, s, strlen(s));
-}
-
-__attribute__((format(printf, 2, 3)))
-static void
-buf_printf(struct api_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->overflow)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= b->cap - b->len)
-		b->overflow = 1;
-	else
-		b->len += (size_t)n;
-}
-
 /* A JSON string literal; the input is UTF-8 without NUL. */
 static void
-buf_json_string(struct api_buf *b, const char *s, size_t n)
+buf_json_string(struct buf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	char esc[6] = { '\\', 'u', '0', '0', 0, 0 };
@@ -202,12 +160,13 @@ api_db_error(struct api_ctx *ctx, struct http_request *r, enum db_status st)
 static int
 api_get_auth(struct api_ctx *ctx, struct http_request *r)
 {
-	struct api_buf b = { ctx->out, 0, API_MAX_REPLY, 0 };
+	struct buf b;
 	struct jwt_claims claims;
 	int rc;
 
 	if (!api_authorize(ctx, r, API_SCOPE_READ, &claims, &rc))
 		return rc;
+	buf_init(&b, ctx->out, API_MAX_REPLY);
 	buf_str(&b, "{\"sub\":");
 	buf_json_string(&b, claims.sub, strlen(claims.sub));
 	buf_str(&b, ",\"scope\":");
@@ -242,7 +201,7 @@ api_parse_id(const char *s, size_t len, int64_t *id)
 }
 
 static void
-buf_timestamp(struct api_buf *b, int64_t us)
+buf_timestamp(struct buf *b, int64_t us)
 {
 	int64_t secs = us / 1000000, frac = us % 1000000;
 	time_t t;
@@ -263,7 +222,7 @@ buf_timestamp(struct api_buf *b, int64_t us)
 }
 
 static void
-buf_event(struct api_buf *b, const struct db_event *ev)
+buf_event(struct buf *b, const struct db_event *ev)
 {
 	buf_printf(b, "{\"id\":%lld,\"subject\":", (long long)ev->id);
 	buf_json_string(b, ev->subject, ev->subject_len);
@@ -281,7 +240,7 @@ static int
 api_get_event(struct api_ctx *ctx, struct http_request *r, const char *id_s,
     size_t id_len)
 {
-	struct api_buf b = { ctx->out, 0, API_MAX_REPLY, 0 };
+	struct buf b;
 	struct jwt_claims claims;
 	struct db_event ev;
 	enum db_status st;
@@ -298,6 +257,7 @@ api_get_event(struct api_ctx *ctx, struct http_request *r, const char *id_s,
 		return api_error(r, 404, "not_found", NULL);
 	if (st != DB_OK)
 		return api_db_error(ctx, r, st);
+	buf_init(&b, ctx->out, API_MAX_REPLY);
 	buf_event(&b, &ev);
 	db_event_release(&ev);
 	if (b.overflow)

@@ -25,11 +25,12 @@ struct config_directive {
 	const char	*key;
 	config_setter	 set;
 	size_t		 offset;	/* field in struct config */
+	size_t		 size;		/* its size (integers) */
 	long long	 min, max;	/* for integers */
 	const struct config_choice *choices;	/* for keywords */
 };
 
-#define CFG_FIELD(f)	offsetof(struct config, f)
+#define CFG_FIELD(f)	offsetof(struct config, f), sizeof(((struct config *)0)->f)
 #define CFG_PTR(cfg, d)	((char *)(cfg) + (d)->offset)
 
 static int
@@ -67,26 +68,17 @@ cfg_parse_ll(const struct config_directive *d, const char *value,
 }
 
 static int
-cfg_set_int(struct config *cfg, const struct config_directive *d,
+cfg_set_integer(struct config *cfg, const struct config_directive *d,
     const char *value, char *why, size_t whylen)
 {
 	long long v;
 
 	if (cfg_parse_ll(d, value, &v, why, whylen) == -1)
 		return -1;
-	*(int *)CFG_PTR(cfg, d) = (int)v;
-	return 0;
-}
-
-static int
-cfg_set_int64(struct config *cfg, const struct config_directive *d,
-    const char *value, char *why, size_t whylen)
-{
-	long long v;
-
-	if (cfg_parse_ll(d, value, &v, why, whylen) == -1)
-		return -1;
-	*(int64_t *)CFG_PTR(cfg, d) = (int64_t)v;
+	if (d->size == sizeof(int))
+		*(int *)CFG_PTR(cfg, d) = (int)v;
+	else
+		*(int64_t *)CFG_PTR(cfg, d) = (int64_t)v;
 	return 0;
 }
 
@@ -177,8 +169,7 @@ static const struct config_choice cfg_level_choices[] = {
 };
 
 #define CFG_STRING(k, f)	{ k, cfg_set_string, CFG_FIELD(f), 0, 0, NULL }
-#define CFG_INT(k, f, lo, hi)	{ k, cfg_set_int, CFG_FIELD(f), lo, hi, NULL }
-#define CFG_INT64(k, f, lo, hi)	{ k, cfg_set_int64, CFG_FIELD(f), lo, hi, NULL }
+#define CFG_INT(k, f, lo, hi)	{ k, cfg_set_integer, CFG_FIELD(f), lo, hi, NULL }
 #define CFG_SECONDS(k, f)	{ k, cfg_set_seconds, CFG_FIELD(f), 0, 86400, NULL }
 #define CFG_MODE(k, f)		{ k, cfg_set_mode, CFG_FIELD(f), 0, 0, NULL }
 #define CFG_CHOICE(k, f, c)	{ k, cfg_set_choice, CFG_FIELD(f), 0, 0, c }
@@ -191,7 +182,7 @@ static const struct config_directive config_directives[] = {
 	CFG_MODE("listen.mode", listen_mode),
 	CFG_CHOICE("pm", pm, cfg_pm_choices),
 	CFG_INT("pm.max_children", max_children, 1, CONFIG_MAX_CHILDREN),
-	CFG_INT64("pm.max_requests", max_requests, 0, INT64_MAX),
+	CFG_INT("pm.max_requests", max_requests, 0, INT64_MAX),
 	CFG_SECONDS("request_terminate_timeout", request_terminate_timeout),
 	CFG_SECONDS("request_slowlog_timeout", request_slowlog_timeout),
 	CFG_SECONDS("process_control_timeout", process_control_timeout),
@@ -204,7 +195,7 @@ static const struct config_directive config_directives[] = {
 	CFG_STRING("auth.audience", auth_audience),
 	CFG_STRING("auth.key_file", auth_key_file),
 	CFG_STRING("auth.key_id", auth_key_id),
-	CFG_INT64("auth.leeway", auth_leeway, 0, 3600),
+	CFG_INT("auth.leeway", auth_leeway, 0, 3600),
 	CFG_CHOICE("auth.errors", auth_errors, cfg_errors_choices),
 	CFG_CHOICE("auth.typ", auth_typ_strict, cfg_typ_choices),
 	CFG_STRING("error_log", error_log),
@@ -380,10 +371,10 @@ config_validate(const struct config *cfg, const char *name, char *err)
 		size_t offset;
 		const char *key;
 	} required[] = {
-		{ CFG_FIELD(listen), "listen" },
-		{ CFG_FIELD(auth_issuer), "auth.issuer" },
-		{ CFG_FIELD(auth_audience), "auth.audience" },
-		{ CFG_FIELD(auth_key_file), "auth.key_file" },
+		{ offsetof(struct config, listen), "listen" },
+		{ offsetof(struct config, auth_issuer), "auth.issuer" },
+		{ offsetof(struct config, auth_audience), "auth.audience" },
+		{ offsetof(struct config, auth_key_file), "auth.key_file" },
 	};
 	size_t i;
 

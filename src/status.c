@@ -4,41 +4,18 @@
  */
 #include "status.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include <jansson.h>
 
+#include "buf.h"
+
 /* Pool-wide figures derived from the slots. */
 struct status_pool {
 	unsigned	idle, active, total;
 };
-
-struct status_out {
-	char	*p;
-	size_t	 len, cap;
-	int	 overflow;
-};
-
-__attribute__((format(printf, 2, 3)))
-static void
-out_printf(struct status_out *o, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (o->overflow)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= o->cap - o->len)
-		o->overflow = 1;
-	else
-		o->len += (size_t)n;
-}
 
 static int
 status_has_word(const char *query, const char *word)
@@ -111,13 +88,13 @@ status_elapsed_us(const struct status_view *v, const struct sb_slot *s)
 }
 
 static void
-text_summary(struct status_out *o, const struct status_view *v,
+text_summary(struct buf *o, const struct status_view *v,
     const struct status_pool *p)
 {
 	const struct sb_totals *t = &v->sb->totals;
 	int i;
 
-	out_printf(o, "pool:                 %s\n"
+	buf_printf(o, "pool:                 %s\n"
 	    "process manager:      static\n"
 	    "start time:           %lld\n"
 	    "start since:          %lld\n"
@@ -125,11 +102,11 @@ text_summary(struct status_out *o, const struct status_view *v,
 	    (long long)t->start_time, (long long)(v->now - t->start_time),
 	    (unsigned long long)t->accepted);
 	if (v->listen_known)
-		out_printf(o, "listen queue:         %u\n"
+		buf_printf(o, "listen queue:         %u\n"
 		    "max listen queue:     %u\n"
 		    "listen queue len:     %u\n", v->listen_queue,
 		    t->listen_queue_max, v->listen_queue_len);
-	out_printf(o, "idle processes:       %u\n"
+	buf_printf(o, "idle processes:       %u\n"
 	    "active processes:     %u\n"
 	    "total processes:      %u\n"
 	    "max active processes: %u\n"
@@ -142,20 +119,20 @@ text_summary(struct status_out *o, const struct status_view *v,
 	    (unsigned long long)t->slow, (unsigned long long)t->terminated,
 	    v->generation, (unsigned long long)t->reloads);
 	for (i = 1; i <= 5; i++)
-		out_printf(o, "responses %dxx:        %llu\n", i,
+		buf_printf(o, "responses %dxx:        %llu\n", i,
 		    (unsigned long long)t->by_class[i]);
 	for (i = 0; i < SB_REASON_MAX; i++)
-		out_printf(o, "respawns %-12s  %llu\n",
+		buf_printf(o, "respawns %-12s  %llu\n",
 		    scoreboard_reason_name(i),
 		    (unsigned long long)t->respawns[i]);
 }
 
 static void
-text_worker(struct status_out *o, const struct status_view *v, unsigned i)
+text_worker(struct buf *o, const struct status_view *v, unsigned i)
 {
 	const struct sb_slot *s = &v->sb->slots[i];
 
-	out_printf(o, "\n************************\n"
+	buf_printf(o, "\n************************\n"
 	    "pid:                  %d\n"
 	    "state:                %s\n"
 	    "generation:           %u\n"
@@ -252,7 +229,7 @@ json_summary(const struct status_view *v, const struct status_pool *p)
 
 static long
 status_json(const struct status_view *v, const struct status_pool *p,
-    int full, struct status_out *o)
+    int full, struct buf *o)
 {
 	json_t *root = json_summary(v, p), *procs;
 	unsigned i;
@@ -275,16 +252,16 @@ status_json(const struct status_view *v, const struct status_pool *p,
 }
 
 static void
-om_metric(struct status_out *o, const char *name, const char *type,
+om_metric(struct buf *o, const char *name, const char *type,
     const char *help, unsigned long long value)
 {
-	out_printf(o, "# TYPE cfpm_%s %s\n# HELP cfpm_%s %s\ncfpm_%s%s %llu\n",
+	buf_printf(o, "# TYPE cfpm_%s %s\n# HELP cfpm_%s %s\ncfpm_%s%s %llu\n",
 	    name, type, name, help, name,
 	    strcmp(type, "counter") == 0 ? "_total" : "", value);
 }
 
 static void
-status_openmetrics(struct status_out *o, const struct status_view *v,
+status_openmetrics(struct buf *o, const struct status_view *v,
     const struct status_pool *p, int full)
 {
 	const struct sb_totals *t = &v->sb->totals;
@@ -311,38 +288,39 @@ status_openmetrics(struct status_out *o, const struct status_view *v,
 		om_metric(o, "listen_queue_length", "gauge",
 		    "Listen backlog.", v->listen_queue_len);
 	}
-	out_printf(o, "# TYPE cfpm_responses counter\n"
+	buf_printf(o, "# TYPE cfpm_responses counter\n"
 	    "# HELP cfpm_responses Responses by status class.\n");
 	for (c = 1; c <= 5; c++)
-		out_printf(o, "cfpm_responses_total{class=\"%dxx\"} %llu\n", c,
+		buf_printf(o, "cfpm_responses_total{class=\"%dxx\"} %llu\n", c,
 		    (unsigned long long)t->by_class[c]);
-	out_printf(o, "# TYPE cfpm_respawns counter\n"
+	buf_printf(o, "# TYPE cfpm_respawns counter\n"
 	    "# HELP cfpm_respawns Workers replaced, by reason.\n");
 	for (c = 0; c < SB_REASON_MAX; c++)
-		out_printf(o, "cfpm_respawns_total{reason=\"%s\"} %llu\n",
+		buf_printf(o, "cfpm_respawns_total{reason=\"%s\"} %llu\n",
 		    scoreboard_reason_name(c),
 		    (unsigned long long)t->respawns[c]);
 	if (full) {
-		out_printf(o, "# TYPE cfpm_worker_requests counter\n"
+		buf_printf(o, "# TYPE cfpm_worker_requests counter\n"
 		    "# HELP cfpm_worker_requests Requests per worker.\n");
 		for (i = 0; i < v->sb->nslots; i++)
 			if (v->sb->slots[i].state != SB_FREE)
-				out_printf(o, "cfpm_worker_requests_total"
+				buf_printf(o, "cfpm_worker_requests_total"
 				    "{pid=\"%d\"} %llu\n",
 				    (int)v->sb->slots[i].pid,
 				    (unsigned long long)v->sb->slots[i].requests);
 	}
-	out_printf(o, "# EOF\n");
+	buf_printf(o, "# EOF\n");
 }
 
 long
 status_render(const struct status_view *v, enum status_format fmt,
     int full, char *buf, size_t len)
 {
-	struct status_out o = { buf, 0, len, 0 };
+	struct buf o;
 	struct status_pool p;
 	unsigned i;
 
+	buf_init(&o, buf, len);
 	status_count(v, &p);
 	if (fmt == STATUS_JSON)
 		return status_json(v, &p, full, &o);
