@@ -310,18 +310,127 @@ api_json_depth_ok(const char *text, size_t len, int max)
 	return 1;
 }
 
+static size_t
+json_ws(const char *s, size_t i, size_t n)
+{
+	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
+	    s[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* s[i] is '"': the index just past the closing quote, or 0. */
+static size_t
+json_skip_string(const char *s, size_t i, size_t n)
+{
+	for (i++; i < n; i++) {
+		if (s[i] == '\\')
+			i++;
+		else if (s[i] == '"')
+			return i + 1;
+	}
+	return 0;
+}
+
+/* The index just past the value starting at s[i], or 0. */
+static size_t
+json_skip_value(const char *s, size_t i, size_t n)
+{
+	int depth = 0;
+
+	do {
+		i = json_ws(s, i, n);
+		if (i >= n)
+			return 0;
+		if (s[i] == '"') {
+			if ((i = json_skip_string(s, i, n)) == 0)
+				return 0;
+		} else if (s[i] == '{' || s[i] == '[')
+			depth++, i++;
+		else if (s[i] == '}' || s[i] == ']')
+			depth--, i++;
+		else if (s[i] == ',' || s[i] == ':')
+			i++;
+		else
+			while (i < n && strchr(",:{}[]\" \t\r\n", s[i]) == NULL)
+				i++;
+	} while (depth > 0);
+	return i;
+}
+
+/* 1 if the raw key text (between the quotes) decodes to name. */
+static int
+json_key_is(const char *k, size_t len, const char *name)
+{
+	size_t i, j = 0, n = strlen(name);
+	unsigned v;
+	char c;
+
+	for (i = 0; i < len; i++, j++) {
+		c = k[i];
+		if (c == '\\' && i + 5 < len && k[i + 1] == 'u' &&
+		    sscanf(k + i + 2, "%4x", &v) == 1 && v < 0x80) {
+			c = (char)v;
+			i += 5;
+		} else if (c == '\\')
+			return 0;	/* other escapes never spell a name */
+		if (j >= n || name[j] != c)
+			return 0;
+	}
+	return j == n;
+}
+
+/*
+ * Finds the raw text of a top-level member of a JSON object that jansson
+ * has already accepted, so the stored payload is the client's bytes and
+ * not a re-encoding (numbers keep their precision).
+ */
+static int
+json_member_span(const char *s, size_t n, const char *name, size_t *start,
+    size_t *end)
+{
+	size_t i = json_ws(s, 0, n), k, klen;
+
+	if (i >= n || s[i++] != '{')
+		return -1;
+	for (;;) {
+		i = json_ws(s, i, n);
+		if (i >= n || s[i] != '"')
+			return -1;
+		k = i + 1;
+		if ((i = json_skip_string(s, i, n)) == 0)
+			return -1;
+		klen = i - 1 - k;
+		i = json_ws(s, i, n);
+		if (i >= n || s[i++] != ':')
+			return -1;
+		*start = json_ws(s, i, n);
+		if ((*end = json_skip_value(s, *start, n)) == 0)
+			return -1;
+		if (json_key_is(s + k, klen, name))
+			return 0;
+		i = json_ws(s, *end, n);
+		if (i >= n || s[i++] != ',')
+			return -1;
+	}
+}
+
 int
 api_parse_event(const char *body, size_t len, json_t **root,
     const char **kind, char **payload)
 {
 	json_error_t jerr;
 	json_t *k, *p;
+	size_t start, end;
 
 	*root = NULL;
+	*payload = NULL;
 	if (!api_json_depth_ok(body, len, API_MAX_DEPTH))
 		return -1;
-	/* Strict: duplicates are ambiguous; NUL and bad UTF-8 are errors. */
-	*root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	/* Strict: duplicates are ambiguous; NUL and bad UTF-8 are errors.
+	 * Big integers are only validated here, so reals are fine. */
+	*root = json_loadb(body, len, JSON_REJECT_DUPLICATES |
+	    JSON_DECODE_INT_AS_REAL, &jerr);
 	if (*root == NULL || !json_is_object(*root))
 		return -1;
 	k = json_object_get(*root, "kind");
@@ -329,9 +438,11 @@ api_parse_event(const char *body, size_t len, json_t **root,
 	if (!json_is_string(k) || json_string_length(k) == 0 ||
 	    !json_is_object(p))
 		return -1;
+	if (json_member_span(body, len, "payload", &start, &end) == -1 ||
+	    (*payload = strndup(body + start, end - start)) == NULL)
+		return -1;
 	*kind = json_string_value(k);
-	*payload = json_dumps(p, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	return *payload != NULL ? 0 : -1;
+	return 0;
 }
 
 static int

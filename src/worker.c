@@ -178,14 +178,20 @@ worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
 	worker_log_access(ctx->cfg, &r, slot);
 }
 
+/* SIGUSR1: checked as soon as a request arrives, before it logs. */
+static void
+worker_reopen_logs(void)
+{
+	if (!worker_reopen)
+		return;
+	worker_reopen = 0;
+	if (log_reopen() == -1 || accesslog_reopen() == -1)
+		log_err("reopening logs failed: %s", strerror(errno));
+}
+
 static void
 worker_between_requests(struct sb_slot *slot, unsigned long long limit)
 {
-	if (worker_reopen) {
-		worker_reopen = 0;
-		if (log_reopen() == -1 || accesslog_reopen() == -1)
-			log_err("reopening logs failed: %s", strerror(errno));
-	}
 	/* Recycling: keep serving until the master has a replacement. */
 	if (limit != 0 && slot->requests >= limit && !slot->retire) {
 		log_info("pm.max_requests reached after %llu requests",
@@ -237,6 +243,7 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 			    strerror(errno));
 			break;
 		}
+		worker_reopen_logs();
 		worker_serve(ctx, &req, sb, slot);
 		FCGX_Finish_r(&req);
 		worker_between_requests(slot, limit);
