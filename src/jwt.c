@@ -41,6 +41,7 @@
 
 struct jwt_key {
 	EVP_PKEY	*pkey;
+	EVP_PKEY_CTX	*vctx;			/* verify context, set up once */
 	size_t		 sigsize;		/* modulus bytes */
 	int		 has_kid;
 	size_t		 kidlen;
@@ -49,6 +50,7 @@ struct jwt_key {
 
 struct jwt_keyset {
 	EVP_MD		*sha256;		/* fetched once per key set */
+	EVP_MD_CTX	*mdctx;			/* reused for every digest */
 	size_t		 nkeys;
 	struct jwt_key	 keys[JWT_MAX_KEYS];
 };
@@ -294,33 +296,55 @@ key_choose(const struct jwt_keyset *ks, const struct jwt_header *h,
 	return JWT_OK;
 }
 
-/* Returns 1 if sig verifies, 0 if not, -1 on allocation failure. */
+/*
+ * Returns 1 if sig verifies, 0 if not. The digest context and the key's
+ * verify context are set up once per key set, so a request costs one
+ * SHA-256 and one RSA public operation, with no provider look-ups and no
+ * allocations.
+ */
 static int
-rs256_check(const EVP_MD *md, const struct jwt_key *k, const unsigned char *msg,
-    size_t msglen, const unsigned char *sig, size_t siglen)
+rs256_check(const struct jwt_keyset *ks, const struct jwt_key *k,
+    const unsigned char *msg, size_t msglen, const unsigned char *sig,
+    size_t siglen)
 {
-	EVP_MD_CTX *ctx;
-	EVP_PKEY_CTX *pctx = NULL;
+	unsigned char hash[EVP_MAX_MD_SIZE];
+	unsigned int hlen = 0;
 	int rc = 0;
 
 	/* RFC 7518 3.3: the signature is exactly the modulus length. */
 	if (siglen != k->sigsize)
 		return 0;
-	if ((ctx = EVP_MD_CTX_new()) == NULL)
-		return -1;
-	if (EVP_DigestVerifyInit(ctx, &pctx, md, NULL, k->pkey) != 1)
-		goto fail;
-	/* Pin PKCS#1 v1.5 padding rather than trust a default. */
-	if (EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) != 1)
-		goto fail;
+	if (EVP_DigestInit_ex2(ks->mdctx, ks->sha256, NULL) != 1 ||
+	    EVP_DigestUpdate(ks->mdctx, msg, msglen) != 1 ||
+	    EVP_DigestFinal_ex(ks->mdctx, hash, &hlen) != 1)
+		goto done;
 	/* Only 1 means valid: 0 and negative values are both failures. */
-	rc = EVP_DigestVerify(ctx, sig, siglen, msg, msglen) == 1;
-fail:
-	EVP_MD_CTX_free(ctx);
+	rc = EVP_PKEY_verify(k->vctx, sig, siglen, hash, hlen) == 1;
+done:
 	/* Leave no stale errors for the next OpenSSL user (libpq's TLS). */
 	if (rc != 1)
 		ERR_clear_error();
 	return rc;
+}
+
+/*
+ * The key's verify context: RSASSA-PKCS1-v1_5 with SHA-256 pinned, so
+ * neither the padding nor the DigestInfo algorithm is left to a default.
+ */
+static EVP_PKEY_CTX *
+rs256_context(EVP_PKEY *pkey, const EVP_MD *md)
+{
+	EVP_PKEY_CTX *ctx;
+
+	if ((ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL)) == NULL)
+		return NULL;
+	if (EVP_PKEY_verify_init(ctx) != 1 ||
+	    EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PADDING) != 1 ||
+	    EVP_PKEY_CTX_set_signature_md(ctx, md) != 1) {
+		EVP_PKEY_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
 }
 
 static enum jwt_err
@@ -329,10 +353,8 @@ signature_check(const struct jwt_keyset *ks, const struct jwt_key *k,
 {
 	int rc;
 
-	rc = rs256_check(ks->sha256, k, (const unsigned char *)t->signed_part,
+	rc = rs256_check(ks, k, (const unsigned char *)t->signed_part,
 	    t->signed_len, t->sig, t->siglen);
-	if (rc == -1)
-		return JWT_ENOMEM;
 	return rc == 1 ? JWT_OK : JWT_ESIG;
 }
 
@@ -532,7 +554,7 @@ jwt_rs256_verify(const struct jwt_keyset *ks, size_t idx,
 {
 	if (ks == NULL || idx >= ks->nkeys)
 		return 0;
-	return rs256_check(ks->sha256, &ks->keys[idx], msg, msglen, sig,
+	return rs256_check(ks, &ks->keys[idx], msg, msglen, sig,
 	    siglen) == 1;
 }
 
@@ -582,7 +604,13 @@ keyset_add(struct jwt_keyset *ks, EVP_PKEY *pkey, const char *kid,
 		    JWT_MAX_KEYS);
 		goto fail;
 	}
-	k = &ks->keys[ks->nkeys++];
+	k = &ks->keys[ks->nkeys];
+	if ((k->vctx = rs256_context(pkey, ks->sha256)) == NULL) {
+		set_err(err, errlen, "%s: cannot set up RS256 verification",
+		    where);
+		goto fail;
+	}
+	ks->nkeys++;
 	k->pkey = pkey;
 	k->sigsize = (size_t)EVP_PKEY_get_size(pkey);
 	if (kid != NULL) {
@@ -822,7 +850,8 @@ jwt_keyset_parse(const char *buf, size_t len, const char *default_kid,
 		set_err(err, errlen, "out of memory");
 		return NULL;
 	}
-	if ((ks->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL)) == NULL) {
+	if ((ks->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL)) == NULL ||
+	    (ks->mdctx = EVP_MD_CTX_new()) == NULL) {
 		set_err(err, errlen, "SHA-256 not available from OpenSSL");
 		goto fail;
 	}
@@ -853,8 +882,11 @@ jwt_keyset_free(struct jwt_keyset *ks)
 
 	if (ks == NULL)
 		return;
-	for (i = 0; i < ks->nkeys; i++)
+	for (i = 0; i < ks->nkeys; i++) {
+		EVP_PKEY_CTX_free(ks->keys[i].vctx);
 		EVP_PKEY_free(ks->keys[i].pkey);
+	}
+	EVP_MD_CTX_free(ks->mdctx);
 	EVP_MD_free(ks->sha256);
 	free(ks);
 }
