@@ -43,6 +43,23 @@ listen_is_listening(int fd, int *family)
 	return 1;
 }
 
+/*
+ * Workers wait in epoll and then accept(); a worker that loses the race
+ * for a connection must get EAGAIN, not block in accept().
+ */
+static int
+listen_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl == -1 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1) {
+		log_err("%s: fcntl(O_NONBLOCK) failed: %s", __func__,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int
 listen_from_systemd(struct listen_sock *ls)
 {
@@ -72,7 +89,7 @@ listen_from_systemd(struct listen_sock *ls)
 	if (fcntl(ls->fd, F_SETFD, FD_CLOEXEC) == -1)
 		log_warn("%s: fcntl(FD_CLOEXEC) failed: %s", __func__,
 		    strerror(errno));
-	return 1;
+	return listen_nonblock(ls->fd) == -1 ? -1 : 1;
 }
 
 /* Returns 1 if something accepts connections at path. */
@@ -263,6 +280,8 @@ listen_bind(struct listen_sock *ls, const struct config *cfg)
 		log_err("%s: listen() failed: %s", __func__, strerror(errno));
 		goto fail;
 	}
+	if (listen_nonblock(ls->fd) == -1)
+		goto fail;
 	return 0;
 fail:
 	listen_close(ls);

@@ -276,10 +276,22 @@ master_note_death(struct master *m, struct sb_slot *slot, int status)
 	master_backoff(m, slot, status);
 }
 
+/* A worker that exits may have taken a connection's wake-up with it:
+ * make the idle ones look at the listen socket again (worker.c). */
+static void
+master_poke_idle(struct master *m)
+{
+	unsigned i;
+
+	for (i = 0; i < m->sb->nslots; i++)
+		if (m->sb->slots[i].state == SB_IDLE && !m->sb->slots[i].signaled)
+			kill(m->sb->slots[i].pid, SIGUSR2);
+}
+
 static void
 master_reap(struct master *m)
 {
-	int status, idx;
+	int status, idx, gone = 0;
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
@@ -287,7 +299,10 @@ master_reap(struct master *m)
 			continue;
 		master_note_death(m, &m->sb->slots[idx], status);
 		memset(&m->sb->slots[idx], 0, sizeof(m->sb->slots[idx]));
+		gone = 1;
 	}
+	if (gone && m->stop == MASTER_RUNNING)
+		master_poke_idle(m);
 }
 
 static void

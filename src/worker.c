@@ -6,11 +6,11 @@
 #include "worker.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/time.h>
 #include <time.h>
@@ -27,9 +27,11 @@
 #include "log.h"
 
 #define WORKER_DB_RETRY_MS	500	/* idle reconnect check while down */
+#define WORKER_IDLE_CHECK_MS	2000	/* idle look at the socket anyway */
 
 static volatile sig_atomic_t worker_stop, worker_reopen;
 static int worker_listen_fd = -1;
+static int worker_epfd = -1;		/* waits for the listen socket */
 static struct db *worker_db;		/* for the terminate timer */
 
 /*
@@ -46,6 +48,10 @@ worker_on_stop(int sig)
 		close(worker_listen_fd);
 		worker_listen_fd = -1;
 	}
+	if (worker_epfd != -1) {
+		close(worker_epfd);
+		worker_epfd = -1;
+	}
 }
 
 /* request_terminate_timeout: cancel the statement; the master kills us
@@ -56,6 +62,13 @@ worker_on_alarm(int sig)
 	(void)sig;
 	if (worker_db != NULL)
 		db_cancel_async(worker_db);
+}
+
+/* SIGUSR2 from the master: only interrupts epoll_wait (see worker_loop). */
+static void
+worker_on_poke(int sig)
+{
+	(void)sig;
 }
 
 static void
@@ -79,7 +92,6 @@ worker_signals(void)
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);		/* reload is the master's */
-	sigaction(SIGUSR2, &sa, NULL);
 	sa.sa_flags = SA_RESTART;
 	sa.sa_handler = worker_on_stop;
 	sigaction(SIGTERM, &sa, NULL);
@@ -88,6 +100,8 @@ worker_signals(void)
 	sigaction(SIGALRM, &sa, NULL);
 	sa.sa_handler = worker_on_usr1;
 	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = worker_on_poke;
+	sigaction(SIGUSR2, &sa, NULL);
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);	/* the master blocks them */
 }
@@ -178,6 +192,16 @@ worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
 	worker_log_access(ctx->cfg, &r, slot);
 }
 
+/*
+ * Wakes the master's loop now rather than at its next tick: a SIGCHLD
+ * with no dead child just makes it look at the scoreboard.
+ */
+static void
+worker_kick_master(void)
+{
+	kill(getppid(), SIGCHLD);
+}
+
 /* SIGUSR1: checked as soon as a request arrives, before it logs. */
 static void
 worker_reopen_logs(void)
@@ -197,26 +221,93 @@ worker_between_requests(struct sb_slot *slot, unsigned long long limit)
 		log_info("pm.max_requests reached after %llu requests",
 		    (unsigned long long)slot->requests);
 		slot->retire = 1;
+		worker_kick_master();
 	}
 }
 
 /*
- * While the database is down an idle worker keeps trying to connect, so
- * the pool becomes ready when PostgreSQL appears even with no traffic.
- * Returns 1 when a connection is waiting on the listen socket.
+ * Which idle worker takes the next connection. Every worker registers the
+ * (non-blocking) listen socket in its own epoll set with EPOLLEXCLUSIVE:
+ * the kernel wakes one waiter per connection, and it walks the socket's
+ * wait queue in registration order, skipping workers that are busy. So
+ * the longest-lived idle worker always goes first and a large pool on few
+ * cores keeps a small hot set of processes (and of PostgreSQL backends)
+ * instead of cycling through all of them as blocking accept() does.
  */
 static int
-worker_wait_db(struct api_ctx *ctx, int listen_fd, struct sb_slot *slot)
+worker_epoll_init(int listen_fd)
 {
-	struct pollfd pfd = { .fd = listen_fd, .events = POLLIN };
+	struct epoll_event ev;
 
-	while (!worker_stop && !db_is_up(ctx->db)) {
-		if (poll(&pfd, 1, WORKER_DB_RETRY_MS) != 0)
-			return 1;
-		if (db_usable(ctx->db))
-			slot->db_ok = slot->ready = 1;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+	ev.data.fd = listen_fd;
+	if ((worker_epfd = epoll_create1(EPOLL_CLOEXEC)) == -1 ||
+	    epoll_ctl(worker_epfd, EPOLL_CTL_ADD, listen_fd, &ev) == -1) {
+		log_err("%s: epoll: %s", __func__, strerror(errno));
+		return -1;
 	}
-	return 1;
+	return 0;
+}
+
+/*
+ * Returns 1 when a connection may be waiting (the caller tries a
+ * non-blocking accept), 0 to look at the flags.
+ * A wake-up goes to one worker only, and only that worker's epoll set
+ * learns of it; if that worker exits instead of accepting (it was being
+ * retired), the others would sleep on with a connection queued. So the
+ * master pokes the idle workers with SIGUSR2 whenever a worker exits, and
+ * a poked (or timed-out) wait also tries accept(): EAGAIN costs nothing.
+ * While the database is down the wait is short, so an idle worker keeps
+ * trying to connect and the pool becomes ready when PostgreSQL appears
+ * even with no traffic at all.
+ */
+/*
+ * Keeps the database socket in the epoll set (not exclusive), so an idle
+ * worker learns at once when PostgreSQL goes away (a restart closes every
+ * connection) and reconnects before the next request needs it.
+ */
+static void
+worker_watch_db(struct db *db)
+{
+	static unsigned watched;	/* connection id in the set */
+	struct epoll_event ev;
+	unsigned id;
+	int fd = db_socket(db, &id);
+
+	if (fd == -1 || id == watched)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.fd = fd;
+	/* The old socket left the set when libpq closed it. */
+	if (epoll_ctl(worker_epfd, EPOLL_CTL_ADD, fd, &ev) == 0)
+		watched = id;
+}
+
+static int
+worker_wait_conn(struct db *db, int listen_fd, struct sb_slot *slot)
+{
+	struct epoll_event ev[2];
+	int down, n, i, conn = 0;
+
+	worker_watch_db(db);
+	down = !db_is_up(db);
+	n = epoll_wait(worker_epfd, ev, 2, down ? WORKER_DB_RETRY_MS :
+	    WORKER_IDLE_CHECK_MS);
+	if (worker_stop)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (ev[i].data.fd == listen_fd)
+			conn = 1;
+		else
+			db_idle_check(db);
+	}
+	if (!db_is_up(db) && db_usable(db))
+		slot->db_ok = slot->ready = 1;
+	slot->db_ok = db_is_up(db);
+	/* Poked or timed out: look at the socket anyway (EAGAIN is cheap). */
+	return conn || n <= 0;
 }
 
 static void
@@ -229,15 +320,20 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 		log_err("%s: libfcgi initialisation failed", __func__);
 		return;
 	}
+	if (worker_epoll_init(listen_fd) == -1)
+		return;
+	slot->state = SB_IDLE;
+	worker_kick_master();		/* ready: a replacement may retire one */
 	while (!worker_stop) {
 		slot->state = SB_IDLE;
-		worker_wait_db(ctx, listen_fd, slot);
-		if (worker_stop)
-			break;
+		if (!worker_wait_conn(ctx->db, listen_fd, slot))
+			continue;
 		if (FCGX_Accept_r(&req) < 0) {
 			if (worker_stop)
 				break;
-			if (errno == EINTR || errno == ECONNABORTED)
+			/* Another worker was quicker: EAGAIN, wait again. */
+			if (errno == EINTR || errno == ECONNABORTED ||
+			    errno == EAGAIN)
 				continue;
 			log_err("%s: accept failed: %s", __func__,
 			    strerror(errno));
