@@ -31,6 +31,7 @@ struct db {
 	PGconn		*conn;
 	PGcancel *volatile cancel;	/* read by a signal handler */
 	int		 up;		/* connected and prepared */
+	unsigned	 conn_id;	/* counts successful connections */
 	int64_t		 next_try_us;	/* earliest reconnect */
 	int		 backoff_ms;
 	char		 error[256];
@@ -41,11 +42,16 @@ static void
 db_set_error(struct db *db, const char *what, const char *msg)
 {
 	size_t n;
+	char *p;
 
 	snprintf(db->error, sizeof(db->error), "%s: %s", what,
 	    msg ? msg : "unknown error");
+	/* libpq's messages span lines; a log event is one line. */
+	for (p = db->error; *p != '\0'; p++)
+		if (*p == '\n' || *p == '\t')
+			*p = ' ';
 	n = strlen(db->error);
-	while (n > 0 && (db->error[n - 1] == '\n' || db->error[n - 1] == ' '))
+	while (n > 0 && db->error[n - 1] == ' ')
 		db->error[--n] = '\0';
 }
 
@@ -64,11 +70,16 @@ db_prepare(struct db *db, const char *name, const char *sql, int n,
 	return ok ? 0 : -1;
 }
 
+static void db_drop(struct db *);
+
+/* A dead connection is closed at once: its socket must not stay in an
+ * idle worker's poll set, readable forever. */
 static void
 db_mark_down(struct db *db)
 {
 	int64_t now = clock_now_us();
 
+	db_drop(db);
 	if (db->up)
 		db->backoff_ms = 0;	/* just lost it: retry at once */
 	db->up = 0;
@@ -77,6 +88,16 @@ db_mark_down(struct db *db)
 	    db->backoff_ms * 2;
 	if (db->backoff_ms > DB_BACKOFF_MAX_MS)
 		db->backoff_ms = DB_BACKOFF_MAX_MS;
+}
+
+/* Server notices go to our log, one line each, not raw to stderr. */
+static void
+db_notice(void *arg, const char *msg)
+{
+	size_t n = strcspn(msg, "\n");
+
+	(void)arg;
+	log_info("database notice: %.*s", (int)n, msg);
 }
 
 /* Closes the connection; the cancel handle goes first (signal safety). */
@@ -115,8 +136,10 @@ db_connect(struct db *db)
 	if (db_prepare(db, "read_event", db_read_sql, 2, read_types) == -1 ||
 	    db_prepare(db, "insert_event", db_write_sql, 3, write_types) == -1)
 		goto fail;
+	PQsetNoticeProcessor(db->conn, db_notice, NULL);
 	db->cancel = PQgetCancel(db->conn);
 	db->up = 1;
+	db->conn_id++;
 	db->backoff_ms = 0;
 	return 0;
 fail:
@@ -151,6 +174,32 @@ int
 db_is_up(const struct db *db)
 {
 	return db->up;
+}
+
+int
+db_socket(const struct db *db, unsigned *conn_id)
+{
+	*conn_id = db->conn_id;
+	return db->up && db->conn != NULL ? PQsocket(db->conn) : -1;
+}
+
+int
+db_idle_check(struct db *db)
+{
+	PGnotify *n;
+
+	if (!db->up)
+		return 0;
+	if (PQconsumeInput(db->conn) == 1 &&
+	    PQstatus(db->conn) == CONNECTION_OK) {
+		while ((n = PQnotifies(db->conn)) != NULL)
+			PQfreemem(n);
+		return 1;
+	}
+	db_set_error(db, "idle connection", PQerrorMessage(db->conn));
+	log_warn("database: %s", db->error);
+	db_mark_down(db);
+	return 0;
 }
 
 int

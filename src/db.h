@@ -57,6 +57,20 @@ int db_usable(struct db *db);
 /* 1 if the last known state is connected and prepared (no I/O). */
 int db_is_up(const struct db *db);
 
+/*
+ * The connection's socket for an idle worker's poll set, or -1, and a
+ * number that changes with every new connection (re-register then).
+ */
+int db_socket(const struct db *db, unsigned *conn_id);
+
+/*
+ * Called when the idle connection's socket is readable: reads what the
+ * server sent (a notice, or the end of the connection on a restart) and
+ * closes a dead connection at once, so the next request reconnects.
+ * Returns 1 if the connection is still up.
+ */
+int db_idle_check(struct db *db);
+
 /* Round trip to the server: DB_OK or DB_UNAVAILABLE (for /health). */
 enum db_status db_ping(struct db *db);
 
