@@ -1,0 +1,1 @@
+"""bench/lib: the modules of bench/run (see bench/README.md, "Code")."""

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""
+test_bench.py: the benchmark harness (bench/run) in its quick mode on a
+tiny configuration — cfpm only, 1 core, pool 8, 3 s, one repetition, no
+reference points — then checks the results folder: every expected file,
+summary.json with a row for the cell, positive throughput and CPU per
+request. No speed is asserted. Also checks that the run left no process,
+cgroup or work directory behind, and a few pure helpers of bench/lib.
+
+Needs root, wrk, nginx and PostgreSQL 15 (skipped without wrk or root).
+Environment (exported by make check): CFPM_SRCDIR, CFPM_BUILDDIR.
+Output: TAP.
+"""
+
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRCDIR = os.environ.get("CFPM_SRCDIR") or os.path.normpath(
+    os.path.join(HERE, "..", ".."))
+BUILDDIR = os.environ.get("CFPM_BUILDDIR") or SRCDIR
+RUN_TIMEOUT = 170          # the whole test must stay under 3 minutes
+FILES = ("records.jsonl", "summary.json", "summary.md", "throughput.svg",
+         "cpu_per_request.svg", "versions.json")
+
+sys.path.insert(0, os.path.join(SRCDIR, "bench"))
+
+
+class TAP:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, desc, diag=None):
+        self.n += 1
+        if not cond:
+            self.failed += 1
+        print("%s %d - %s" % ("ok" if cond else "not ok", self.n, desc))
+        if not cond and diag:
+            for line in str(diag).splitlines()[-40:]:
+                print("# " + line)
+        sys.stdout.flush()
+        return bool(cond)
+
+    def done(self):
+        print("1..%d" % self.n)
+        return 1 if self.failed or not self.n else 0
+
+
+def run_bench(out, work):
+    """bench/run --quick on the tiny configuration; returns (rc, output).
+    On timeout the run's process group gets SIGTERM (the harness cleans
+    up), then SIGKILL."""
+    argv = [sys.executable, os.path.join(SRCDIR, "bench", "run"), "--quick",
+            "--candidates", "cfpm", "--cores", "1", "--pools", "8",
+            "--duration", "3", "--reps", "1", "--no-refs", "--out", out,
+            "--workdir", work]
+    env = dict(os.environ, CFPM_BUILDDIR=BUILDDIR, CFPM_SRCDIR=SRCDIR)
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, env=env,
+                         start_new_session=True)
+    try:
+        data, _ = p.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            data, _ = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            data, _ = p.communicate()
+        return -1, data.decode("utf-8", "replace") + "\n(timed out)"
+    return p.returncode, data.decode("utf-8", "replace")
+
+
+def leftovers(work):
+    """Pids of processes whose command line mentions the work dir."""
+    procs = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                if work.encode() in f.read():
+                    procs.append(int(d))
+        except OSError:
+            pass
+    return procs
+
+
+def check_results(tap, res):
+    for f in FILES:
+        path = os.path.join(res, f)
+        tap.ok(os.path.isfile(path) and os.path.getsize(path) > 0,
+               "results folder has %s" % f)
+    try:
+        with open(os.path.join(res, "summary.json")) as f:
+            summary = json.load(f)
+    except (OSError, ValueError) as e:
+        tap.ok(False, "summary.json parses", e)
+        return
+    tap.ok(True, "summary.json parses")
+    rows = [r for r in summary.get("cells", []) if r.get("candidate") ==
+            "cfpm" and r.get("cores") == 1 and r.get("pool") == 8]
+    tap.ok(len(rows) == 1, "summary has one row for cfpm, 1 core, pool 8",
+           json.dumps(summary.get("cells"))[:2000])
+    row = rows[0] if rows else {}
+    tap.ok(row.get("status") == "ok" and row.get("valid_reps") == 1,
+           "the cell has a valid repetition", json.dumps(row)[:2000])
+    tput = (row.get("throughput_rps") or {}).get("median")
+    cpu = (row.get("cpu_us_per_req") or {}).get("median")
+    tap.ok(isinstance(tput, (int, float)) and tput > 0,
+           "throughput is a positive number (%r)" % tput)
+    tap.ok(isinstance(cpu, (int, float)) and cpu > 0,
+           "CPU µs/request is a positive number (%r)" % cpu)
+    with open(os.path.join(res, "records.jsonl")) as f:
+        recs = [json.loads(line) for line in f if line.strip()]
+    pts = [r for r in recs if r.get("kind") == "point"]
+    tap.ok(len(pts) == 1 and isinstance(pts[0].get("valid"), bool) and
+           pts[0].get("ok_2xx", 0) > 0, "records.jsonl: one raw point")
+    tap.ok(any(r.get("kind") == "contract" and r.get("ok") for r in recs),
+           "records.jsonl: cfpm passed the contract check")
+    with open(os.path.join(res, "versions.json")) as f:
+        v = json.load(f)
+    tap.ok(all(v.get(k) for k in ("nginx", "postgresql", "openssl", "wrk",
+                                  "kernel", "cfpm_git_rev")),
+           "versions.json names nginx, PostgreSQL, OpenSSL, wrk, kernel, "
+           "cfpm revision", json.dumps(v))
+    with open(os.path.join(res, "summary.md")) as f:
+        md = f.read()
+    tap.ok("| cfpm |" in md and "Planning" in md,
+           "summary.md has the cell table and the planning view")
+    for f in ("throughput.svg", "cpu_per_request.svg"):
+        with open(os.path.join(res, f)) as fh:
+            tap.ok(fh.read(200).startswith("<svg"), "%s is SVG" % f)
+
+
+def check_helpers(tap):
+    """Pure helpers of bench/lib."""
+    from lib import cgroup, stats
+    tap.ok(cgroup.cpulist([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8" and
+           cgroup.parse_cpulist("0-2,5,7-8") == [0, 1, 2, 5, 7, 8],
+           "cpulist and parse_cpulist round-trip")
+    tap.ok(stats.cores_needed(10000, 100.0) == 1 and
+           stats.cores_needed(30000, 150.0) == 5,
+           "planning: cores = ceil(rate x µs / 1e6)")
+
+
+def main():
+    tap = TAP()
+    if os.geteuid() != 0 or not shutil.which("wrk"):
+        print("1..0 # SKIP needs root and wrk (tools/install-deps --bench)")
+        return 0
+    check_helpers(tap)
+    tmp = tempfile.mkdtemp(prefix="cfpm-test-bench.")
+    os.chmod(tmp, 0o755)        # the postgres user must reach the cluster
+    out, work = os.path.join(tmp, "results"), os.path.join(tmp, "work")
+    os.makedirs(work)
+    try:
+        rc, output = run_bench(out, work)
+        tap.ok(rc == 0, "bench/run --quick exits 0", output)
+        folders = glob.glob(os.path.join(out, "*"))
+        tap.ok(len(folders) == 1 and output.strip().endswith(folders[0]),
+               "one new results folder, printed last", output[-500:])
+        if folders:
+            check_results(tap, folders[0])
+        tap.ok(not leftovers(work), "no process of the run is left",
+               leftovers(work))
+        tap.ok(os.listdir(work) == [], "the run's work directory is gone",
+               os.listdir(work))
+    finally:
+        for pid in leftovers(work):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
