@@ -352,10 +352,29 @@ json_skip_value(const char *s, size_t i, size_t n)
 		else if (s[i] == ',' || s[i] == ':')
 			i++;
 		else
-			while (i < n && strchr(",:{}[]\" \t\r\n", s[i]) == NULL)
+			while (i < n && s[i] != '\0' &&
+			    strchr(",:{}[]\" \t\r\n", s[i]) == NULL)
 				i++;
 	} while (depth > 0);
 	return i;
+}
+
+/* The value of four hex digits at s, or -1. */
+static int
+json_hex4(const char *s)
+{
+	int v = 0, i, d;
+
+	for (i = 0; i < 4; i++) {
+		if (s[i] >= '0' && s[i] <= '9')
+			d = s[i] - '0';
+		else if ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'f')
+			d = (s[i] | 0x20) - 'a' + 10;
+		else
+			return -1;
+		v = v * 16 + d;
+	}
+	return v;
 }
 
 /* 1 if the raw key text (between the quotes) decodes to name. */
@@ -363,13 +382,13 @@ static int
 json_key_is(const char *k, size_t len, const char *name)
 {
 	size_t i, j = 0, n = strlen(name);
-	unsigned v;
+	int v;
 	char c;
 
 	for (i = 0; i < len; i++, j++) {
 		c = k[i];
 		if (c == '\\' && i + 5 < len && k[i + 1] == 'u' &&
-		    sscanf(k + i + 2, "%4x", &v) == 1 && v < 0x80) {
+		    (v = json_hex4(k + i + 2)) > 0 && v < 0x80) {
 			c = (char)v;
 			i += 5;
 		} else if (c == '\\')
@@ -425,7 +444,9 @@ api_parse_event(const char *body, size_t len, json_t **root,
 
 	*root = NULL;
 	*payload = NULL;
-	if (!api_json_depth_ok(body, len, API_MAX_DEPTH))
+	/* jansson drops a raw NUL after a number or literal: refuse it here. */
+	if (memchr(body, '\0', len) != NULL ||
+	    !api_json_depth_ok(body, len, API_MAX_DEPTH))
 		return -1;
 	/* Strict: duplicates are ambiguous; NUL and bad UTF-8 are errors.
 	 * Big integers are only validated here, so reals are fine. */

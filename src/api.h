@@ -49,11 +49,13 @@ int api_handle(struct api_ctx *ctx, struct http_request *r);
 int api_json_depth_ok(const char *text, size_t len, int max);
 
 /*
- * PURE. Validates a POST body of len bytes: depth <= API_MAX_DEPTH, valid
- * UTF-8 JSON without NUL or duplicate members, an object with a non-empty
- * string "kind" and an object "payload". Returns 0 with *kind (borrowed
- * from *root) and *payload (malloc'd compact JSON) set, or -1. The caller
- * frees *payload and json_decref()s *root in both cases.
+ * PURE. Validates a POST body of len bytes (not necessarily NUL-
+ * terminated): depth <= API_MAX_DEPTH, valid UTF-8 JSON without NUL or
+ * duplicate members, an object with a non-empty string "kind" and an
+ * object "payload". Returns 0 with *kind (borrowed from *root) and
+ * *payload (a malloc'd copy of the client's own bytes of the payload
+ * member) set, or -1. The caller frees *payload and json_decref()s *root
+ * in both cases.
  */
 struct json_t;
 int api_parse_event(const char *body, size_t len, struct json_t **root,
