@@ -1012,12 +1012,19 @@ def check_resource_limits(st):
             "the run (pm.max_requests 0)")
     growth = {p: (rss2.get(p) or 0) - (rss1.get(p) or 0) for p in rss1}
     worst = max(growth.values() or [0])
-    tap.ok(rss1 and all(rss1.values()) and all(rss2.values()) and
-           worst < 2048,
-           "limits: worker RSS growth from %d to %d requests stays under "
-           "2 MiB per worker (worst %+d kB)" %
-           (sum(v or 0 for v in served.values()), total, worst),
-           "growth per worker (kB) %r" % growth)
+    if os.environ.get("CFPM_SANITIZERS") == "yes":
+        # ASan keeps freed memory in quarantine (up to 256 MiB): RSS says
+        # nothing about leaks there; LeakSanitizer and valgrind do.
+        tap.diag("growth per worker (kB) %r" % growth)
+        tap.skip("limits: worker RSS growth bound", "sanitizer build: "
+                 "ASan quarantine holds freed memory")
+    else:
+        tap.ok(rss1 and all(rss1.values()) and all(rss2.values()) and
+               worst < 2048,
+               "limits: worker RSS growth from %d to %d requests stays "
+               "under 2 MiB per worker (worst %+d kB)" %
+               (sum(v or 0 for v in served.values()), total, worst),
+               "growth per worker (kB) %r" % growth)
     tap.is_(crash_lines(c), [], "limits: no worker crash in the log")
     st.stop_cfpm(c)
 

@@ -1,0 +1,124 @@
+/*
+ * fuzz_body.c: libFuzzer target for request parsing in api.c: the POST
+ * body validator api_parse_event(), and on the same bytes the nesting
+ * pre-check api_json_depth_ok(), the id parser api_parse_id() and the
+ * Content-Type check api_is_json_type().
+ *
+ * The bytes are handed over in a copy that ends right before an unmapped
+ * page (fuzz_guard_copy), as the functions take a length and promise not
+ * to need a NUL: a read past the end is a SIGSEGV, even inside libc.
+ * Invariants checked (abort() if broken): an accepted body is within
+ * API_MAX_DEPTH, holds no NUL byte (api.h) and has a non-empty string
+ * kind; the payload handed to the database is a piece of the body,
+ * "{...}", that parses by itself to the same JSON object as the "payload"
+ * member jansson saw; an accepted id is 1..2^63-1 and spells the input
+ * without its leading zeros; depth_ok is monotonic in its limit.
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "api.h"
+#include "fuzz.h"
+
+/* The flags api_parse_event() loads a body with. */
+#define BODY_JSON_FLAGS	(JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL)
+
+static void
+check_event(const char *body, size_t size)
+{
+	json_t *root = NULL, *alone;
+	const char *kind = NULL;
+	char *payload = NULL;
+	size_t plen;
+
+	if (api_parse_event(body, size, &root, &kind, &payload) == 0) {
+		if (!api_json_depth_ok(body, size, API_MAX_DEPTH) ||
+		    memchr(body, '\0', size) != NULL || root == NULL ||
+		    !json_is_object(root) || kind == NULL || kind[0] == '\0' ||
+		    payload == NULL ||
+		    strcmp(kind, json_string_value(json_object_get(root,
+		    "kind"))) != 0)
+			abort();
+		/* The client's own bytes of the payload member, and only them. */
+		plen = strlen(payload);
+		if (plen < 2 || payload[0] != '{' || payload[plen - 1] != '}' ||
+		    memmem(body, size, payload, plen) == NULL)
+			abort();
+		alone = json_loadb(payload, plen, BODY_JSON_FLAGS, NULL);
+		if (alone == NULL || !json_equal(alone,
+		    json_object_get(root, "payload")))
+			abort();
+		json_decref(alone);
+	}
+	/* The caller frees both in both cases (api.h). */
+	free(payload);
+	json_decref(root);
+}
+
+static void
+check_depth(const char *text, size_t size)
+{
+	int a, b, c;
+
+	a = api_json_depth_ok(text, size, 0);
+	b = api_json_depth_ok(text, size, API_MAX_DEPTH);
+	c = api_json_depth_ok(text, size, 10000);
+	if ((a != 0 && a != 1) || (b != 0 && b != 1) || (c != 0 && c != 1) ||
+	    (a && !b) || (b && !c))
+		abort();
+}
+
+static void
+check_id(const char *s, size_t size)
+{
+	char buf[32];
+	int64_t id = -1;
+	size_t i = 0;
+
+	if (api_parse_id(s, size, &id) == -1)
+		return;
+	if (id < 1)
+		abort();
+	while (i < size && s[i] == '0')
+		i++;
+	snprintf(buf, sizeof(buf), "%" PRId64, id);
+	if (strlen(buf) != size - i || memcmp(buf, s + i, size - i) != 0)
+		abort();
+}
+
+static void
+check_type(const uint8_t *data, size_t size)
+{
+	char *ct;
+
+	/* A header value is a C string: cut at the first NUL like FastCGI. */
+	if ((ct = malloc(size + 1)) == NULL)
+		abort();
+	memcpy(ct, data, size);
+	ct[size] = '\0';
+	if (api_is_json_type(ct) && strncasecmp(ct + strspn(ct, " \t"),
+	    "application/json", 16) != 0)
+		abort();
+	free(ct);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fuzz_guard g;
+	const char *body;
+
+	body = fuzz_guard_copy(data, size, &g);
+	check_event(body, size);
+	check_depth(body, size);
+	check_id(body, size);
+	fuzz_guard_free(&g);
+	check_type(data, size);
+	return 0;
+}
