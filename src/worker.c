@@ -30,28 +30,25 @@
 #define WORKER_IDLE_CHECK_MS	2000	/* idle look at the socket anyway */
 
 static volatile sig_atomic_t worker_stop, worker_reopen;
-static int worker_listen_fd = -1;
 static int worker_epfd = -1;		/* waits for the listen socket */
 static struct db *worker_db;		/* for the terminate timer */
+static sigset_t worker_waitmask;	/* what epoll_pwait lets through */
 
 /*
- * Graceful stop: set the flag and close our copy of the listen socket so
- * a worker blocked in (or about to enter) accept() leaves it at once; a
- * request in progress runs to completion (SA_RESTART).
+ * SIGTERM, SIGQUIT, SIGUSR1 and SIGUSR2 are blocked except while the
+ * worker waits in epoll_pwait(), so they never interrupt a request or
+ * libfcgi's accept path (its select() after accept() would drop the new
+ * connection on EINTR). Graceful stop, log reopening and the master's
+ * pokes therefore all take effect between requests.
  */
+static const int worker_deferred[] = { SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+/* Graceful stop: the loop leaves after the request in progress. */
 static void
 worker_on_stop(int sig)
 {
 	(void)sig;
 	worker_stop = 1;
-	if (worker_listen_fd != -1) {
-		close(worker_listen_fd);
-		worker_listen_fd = -1;
-	}
-	if (worker_epfd != -1) {
-		close(worker_epfd);
-		worker_epfd = -1;
-	}
 }
 
 /* request_terminate_timeout: cancel the statement; the master kills us
@@ -82,7 +79,8 @@ static void
 worker_signals(void)
 {
 	struct sigaction sa;
-	sigset_t all;
+	sigset_t block;
+	size_t i;
 
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
@@ -102,8 +100,12 @@ worker_signals(void)
 	sigaction(SIGUSR1, &sa, NULL);
 	sa.sa_handler = worker_on_poke;
 	sigaction(SIGUSR2, &sa, NULL);
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);	/* the master blocks them */
+	sigemptyset(&worker_waitmask);
+	sigemptyset(&block);
+	for (i = 0; i < sizeof(worker_deferred) / sizeof(worker_deferred[0]);
+	    i++)
+		sigaddset(&block, worker_deferred[i]);
+	sigprocmask(SIG_SETMASK, &block, NULL);	/* replaces the master's */
 }
 
 /* pm.max_requests plus up to 10 % jitter, so workers don't recycle at once. */
@@ -293,8 +295,8 @@ worker_wait_conn(struct db *db, int listen_fd, struct sb_slot *slot)
 
 	worker_watch_db(db);
 	down = !db_is_up(db);
-	n = epoll_wait(worker_epfd, ev, 2, down ? WORKER_DB_RETRY_MS :
-	    WORKER_IDLE_CHECK_MS);
+	n = epoll_pwait(worker_epfd, ev, 2, down ? WORKER_DB_RETRY_MS :
+	    WORKER_IDLE_CHECK_MS, &worker_waitmask);
 	if (worker_stop)
 		return 0;
 	for (i = 0; i < n; i++) {
@@ -360,7 +362,6 @@ worker_main(const struct worker_args *args)
 	log_set_role("worker");
 	if (args->close_fd != -1)
 		close(args->close_fd);	/* the status socket is the master's */
-	worker_listen_fd = args->listen_fd;
 	worker_signals();
 	/* Die with the master: a pool without its master serves nobody. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 ||
