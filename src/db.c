@@ -5,6 +5,8 @@
 
 #include <arpa/inet.h>
 #include <endian.h>
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,8 @@ struct db {
 	PGcancel *volatile cancel;	/* read by a signal handler */
 	int		 up;		/* connected and prepared */
 	unsigned	 conn_id;	/* counts successful connections */
+	int		 client_fd;	/* the request's FastCGI connection */
+	int		 client_gone;	/* it closed during this statement */
 	int64_t		 next_try_us;	/* earliest reconnect */
 	int		 backoff_ms;
 	char		 error[256];
@@ -156,6 +160,7 @@ db_open(const char *conninfo)
 	if ((db = calloc(1, sizeof(*db) + len + 1)) == NULL)
 		return NULL;
 	memcpy(db->conninfo, conninfo, len + 1);
+	db->client_fd = -1;
 	if (db_connect(db) == -1)
 		log_warn("database: %s", db->error);
 	return db;
@@ -261,6 +266,60 @@ db_ping(struct db *db)
 	return st;
 }
 
+/*
+ * Waits for the server while watching the client: if nginx closes the
+ * request's connection (the client went away), the statement is
+ * cancelled so the worker stops work it can no longer deliver.
+ */
+static void
+db_wait(struct db *db)
+{
+	struct pollfd p[2];
+	char err[64];
+	int n = 1;
+
+	p[0].fd = PQsocket(db->conn);
+	p[0].events = POLLIN;
+	if (db->client_fd != -1 && !db->client_gone) {
+		p[1].fd = db->client_fd;
+		p[1].events = POLLRDHUP;
+		p[1].revents = 0;
+		n = 2;
+	}
+	if (poll(p, (nfds_t)n, -1) == -1)
+		return;		/* EINTR: the caller just tries again */
+	if (n == 2 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+		db->client_gone = 1;
+		if (db->cancel != NULL)
+			(void)PQcancel(db->cancel, err, sizeof(err));
+	}
+}
+
+/* PQexecPrepared, but with the wait above. Binary results. */
+static PGresult *
+db_exec(struct db *db, const char *stmt, int n, const char *const *values,
+    const int *lengths, const int *formats)
+{
+	PGresult *res, *first = NULL;
+
+	db->client_gone = 0;
+	if (!PQsendQueryPrepared(db->conn, stmt, n, values, lengths, formats,
+	    1))
+		return NULL;
+	while (PQisBusy(db->conn)) {
+		db_wait(db);
+		if (!PQconsumeInput(db->conn))
+			break;
+	}
+	while ((res = PQgetResult(db->conn)) != NULL) {
+		if (first == NULL)
+			first = res;
+		else
+			PQclear(res);
+	}
+	return first;
+}
+
 static int64_t
 db_get_int8(const PGresult *res, int col)
 {
@@ -292,8 +351,7 @@ db_read_event(struct db *db, int64_t id, const char *subject,
 	memset(ev, 0, sizeof(*ev));
 	if (!db_usable(db))
 		return DB_UNAVAILABLE;
-	res = PQexecPrepared(db->conn, "read_event", 2, values, lengths,
-	    formats, 1);
+	res = db_exec(db, "read_event", 2, values, lengths, formats);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		enum db_status st = db_failure(db, res, "read");
 		PQclear(res);
@@ -338,8 +396,7 @@ db_insert_event(struct db *db, const char *subject, const char *kind,
 
 	if (!db_usable(db))
 		return DB_UNAVAILABLE;
-	res = PQexecPrepared(db->conn, "insert_event", 3, values, NULL, NULL,
-	    1);
+	res = db_exec(db, "insert_event", 3, values, NULL, NULL);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		st = db_failure(db, res, "insert");
 	else if (PQntuples(res) != 1 || PQgetlength(res, 0, 0) != 8) {
@@ -359,6 +416,18 @@ db_cancel_async(struct db *db)
 
 	if (c != NULL)
 		(void)PQcancel(c, err, sizeof(err));
+}
+
+void
+db_watch_client(struct db *db, int fd)
+{
+	db->client_fd = fd;
+}
+
+int
+db_client_gone(const struct db *db)
+{
+	return db->client_gone;
 }
 
 const char *

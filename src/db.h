@@ -98,6 +98,14 @@ enum db_status db_insert_event(struct db *db, const char *subject,
  */
 void db_cancel_async(struct db *db);
 
+/*
+ * The request's connection to watch while a statement runs (-1: none).
+ * If it closes, the statement is cancelled (DB_CANCELED) and
+ * db_client_gone() says so.
+ */
+void db_watch_client(struct db *db, int fd);
+int db_client_gone(const struct db *db);
+
 /* A short text for the last failure (no secrets), for logs. */
 const char *db_last_error(const struct db *db);
 

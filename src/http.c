@@ -82,6 +82,12 @@ http_read_body(struct http_request *r, char *buf, size_t cap, size_t *len)
 	return HTTP_BODY_OK;
 }
 
+int
+http_client_fd(const struct http_request *r)
+{
+	return r->fcgx != NULL ? r->fcgx->ipcFd : -1;
+}
+
 const char *
 http_reason(int status)
 {

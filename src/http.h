@@ -56,6 +56,9 @@ enum http_body_result http_read_body(struct http_request *r, char *buf,
 int http_reply(struct http_request *r, int status, const char *content_type,
     const char *extra_headers, const char *body, size_t len);
 
+/* The descriptor of the request's FastCGI connection (for poll), or -1. */
+int http_client_fd(const struct http_request *r);
+
 /* The reason phrase for status ("OK", "Not Found", ...). */
 const char *http_reason(int status);
 

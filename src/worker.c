@@ -176,9 +176,12 @@ worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
 	snprintf(slot->method, sizeof(slot->method), "%s", r.method);
 	snprintf(slot->uri, sizeof(slot->uri), "%.*s", (int)r.path_len,
 	    r.path);
-	if (api_handle(ctx, &r) == -1)
-		log_info("%s %.*s: client went away", r.method,
-		    (int)r.path_len, r.path);
+	db_watch_client(ctx->db, http_client_fd(&r));
+	if (api_handle(ctx, &r) == -1 || db_client_gone(ctx->db))
+		log_info("%s %.*s: client went away%s", r.method,
+		    (int)r.path_len, r.path, db_client_gone(ctx->db) ?
+		    "; statement cancelled" : "");
+	db_watch_client(ctx->db, -1);
 	if (timeout > 0)
 		worker_timer(0);
 	slot->last_duration_us = clock_now_us() - slot->req_start_us;
