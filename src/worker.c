@@ -1,7 +1,8 @@
 /*
  * worker.c: a pool process (child of the master). One libpq connection,
- * keys parsed once, then FCGX_Accept_r in a loop on the shared socket;
- * the kernel hands each new connection to one waiting worker.
+ * keys parsed once, then a loop: wait in epoll for the shared listen
+ * socket (one worker woken per connection, oldest idle first), accept
+ * with FCGX_Accept_r, serve, and between requests act on signals.
  */
 #include "worker.h"
 
