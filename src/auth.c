@@ -4,57 +4,12 @@
  */
 #include "auth.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-static char *
-auth_read_file(const char *path, size_t *len, char *err)
-{
-	struct stat st;
-	char *buf = NULL;
-	ssize_t n;
-	size_t got = 0;
-	int fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		snprintf(err, CONFIG_ERR_LEN, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	if (fstat(fd, &st) == -1 || st.st_size <= 0 ||
-	    st.st_size > AUTH_MAX_KEY_FILE) {
-		snprintf(err, CONFIG_ERR_LEN, "%s: empty, unreadable or larger"
-		    " than %d bytes", path, AUTH_MAX_KEY_FILE);
-		goto fail;
-	}
-	if ((buf = malloc((size_t)st.st_size + 1)) == NULL) {
-		snprintf(err, CONFIG_ERR_LEN, "%s: out of memory", path);
-		goto fail;
-	}
-	while (got < (size_t)st.st_size) {
-		n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			snprintf(err, CONFIG_ERR_LEN, "%s: short read", path);
-			goto fail;
-		}
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	close(fd);
-	*len = got;
-	return buf;
-fail:
-	free(buf);
-	close(fd);
-	return NULL;
-}
+#include "readfile.h"
 
 int
 auth_init(struct auth *a, const struct config *cfg, char *err)
@@ -64,7 +19,8 @@ auth_init(struct auth *a, const struct config *cfg, char *err)
 	char *buf;
 
 	memset(a, 0, sizeof(*a));
-	if ((buf = auth_read_file(cfg->auth_key_file, &len, err)) == NULL)
+	if ((buf = readfile(cfg->auth_key_file, AUTH_MAX_KEY_FILE, &len, err,
+	    CONFIG_ERR_LEN)) == NULL)
 		return -1;
 	a->keys = jwt_keyset_parse(buf, len, cfg->auth_key_id[0] != '\0' ?
 	    cfg->auth_key_id : NULL, why, sizeof(why));

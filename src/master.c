@@ -8,13 +8,11 @@
 #include "master.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +22,7 @@
 #include "clock.h"
 #include "log.h"
 #include "notify.h"
+#include "readfile.h"
 #include "scoreboard.h"
 #include "status.h"
 #include "worker.h"
@@ -101,45 +100,6 @@ master_signals(sigset_t *waitmask)
 		sigdelset(waitmask, master_sigs[i]);
 }
 
-/* Reads the whole file into a malloc'd, NUL-terminated buffer. */
-static char *
-master_read_file(const char *path, size_t *len, char *err)
-{
-	struct stat st;
-	char *buf = NULL;
-	ssize_t n;
-	int fd;
-
-	*len = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
-	    fstat(fd, &st) == -1) {
-		snprintf(err, CONFIG_ERR_LEN, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
-	if (st.st_size > MASTER_MAX_CONFIG ||
-	    (buf = malloc((size_t)st.st_size + 1)) == NULL) {
-		snprintf(err, CONFIG_ERR_LEN, "%s: larger than %d bytes",
-		    path, MASTER_MAX_CONFIG);
-		goto fail;
-	}
-	while (*len < (size_t)st.st_size) {
-		n = read(fd, buf + *len, (size_t)st.st_size - *len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		*len += (size_t)n;
-	}
-	buf[*len] = '\0';
-	close(fd);
-	return buf;
-fail:
-	if (fd != -1)
-		close(fd);
-	free(buf);
-	return NULL;
-}
-
 int
 master_load_config(struct config *cfg, const char *path, int children,
     char *err)
@@ -150,7 +110,7 @@ master_load_config(struct config *cfg, const char *path, int children,
 	int rc;
 
 	config_defaults(cfg);
-	if ((text = master_read_file(path, &len, err)) == NULL)
+	if ((text = readfile(path, MASTER_MAX_CONFIG, &len, err, CONFIG_ERR_LEN)) == NULL)
 		return -1;
 	rc = config_parse(cfg, path, text, len, err);
 	free(text);
@@ -441,14 +401,21 @@ master_timeouts(struct master *m)
 	}
 }
 
-static void
-master_sample(struct master *m)
+static unsigned
+master_busy(const struct master *m)
 {
-	unsigned busy = 0, queued, limit, i;
+	unsigned i, n = 0;
 
 	for (i = 0; i < m->sb->nslots; i++)
 		if (scoreboard_busy(&m->sb->slots[i]))
-			busy++;
+			n++;
+	return n;
+}
+
+static void
+master_sample(struct master *m)
+{
+	unsigned busy = master_busy(m), queued, limit;
 	if (busy > m->sb->totals.max_active)
 		m->sb->totals.max_active = busy;
 	if (busy >= (unsigned)m->cfg->max_children)
@@ -463,14 +430,11 @@ master_status_line(struct master *m)
 {
 	int64_t now = clock_now_us();
 	uint64_t acc = m->sb->totals.accepted;
-	unsigned total = master_count(m, 0, 0), busy = 0, i;
+	unsigned total = master_count(m, 0, 0), busy = master_busy(m);
 	char msg[256];
 
 	if (now < m->next_status_us)
 		return;
-	for (i = 0; i < m->sb->nslots; i++)
-		if (scoreboard_busy(&m->sb->slots[i]))
-			busy++;
 	snprintf(msg, sizeof(msg), "STATUS=Processes active: %u, idle: %u, "
 	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", busy,
 	    total - busy, (unsigned long long)acc,
@@ -587,7 +551,6 @@ master_fill_status(struct status_view *v, void *arg)
 	v->sb = m->sb;
 	v->rss_kb = rss;
 	v->generation = m->generation;
-	v->max_children = m->cfg->max_children;
 	v->listen_known = listen_queue(m->ls, &v->listen_queue,
 	    &v->listen_queue_len) == 0;
 	v->max_children_reached = m->children_reached;
@@ -630,7 +593,6 @@ master_init(struct master *m, struct config *cfg, const char *config_path,
 	if ((m->sb = scoreboard_create(MASTER_SLOTS)) == NULL)
 		fatal("%s: scoreboard: %s", __func__, strerror(errno));
 	m->sb->totals.start_time = (int64_t)time(NULL);
-	m->sb->totals.start_us = clock_now_us();
 	notify_init();
 	if (own->status_listen[0] != '\0' &&
 	    (m->admin = admin_open(own)) == NULL)

@@ -66,7 +66,6 @@ struct sb_totals {
 	unsigned	max_active;		/* most busy workers seen */
 	unsigned	listen_queue_max;	/* most queued connections seen */
 	int64_t		start_time;		/* master start, Unix seconds */
-	int64_t		start_us;		/* master start, monotonic */
 };
 
 struct scoreboard {

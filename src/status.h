@@ -25,7 +25,6 @@ struct status_view {
 	const struct scoreboard	*sb;
 	const long		*rss_kb;	/* per slot, -1 unknown */
 	unsigned		 generation;
-	int			 max_children;
 	int			 listen_known;	/* queue figures valid */
 	unsigned		 listen_queue;
 	unsigned		 listen_queue_len;
