@@ -17,6 +17,86 @@ refused(const char *s)
 	return base64url_decode(s, strlen(s), out, sizeof(out)) == -1;
 }
 
+/*
+ * Reference decoder: the RFC's definition bit by bit, slow and obvious,
+ * to hold the table-driven decoder to (same result for every input).
+ */
+static long
+ref_decode(const unsigned char *s, size_t len, unsigned char *dst)
+{
+	static const char abc[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	unsigned acc = 0, bits = 0;
+	size_t i, out = 0;
+	const char *p;
+
+	if (len % 4 == 1)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (s[i] == 0 || (p = strchr(abc, s[i])) == NULL)
+			return -1;
+		acc = acc << 6 | (unsigned)(p - abc);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			dst[out++] = (unsigned char)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	return acc != 0 ? -1 : (long)out;
+}
+
+/* 1 if both decoders agree on s (result and bytes). */
+static int
+agrees(const unsigned char *s, size_t len)
+{
+	unsigned char a[16], b[16];
+	long n = base64url_decode((const char *)s, len, a, sizeof(a));
+
+	return n == ref_decode(s, len, b) && (n < 0 || memcmp(a, b,
+	    (size_t)n) == 0);
+}
+
+/*
+ * Every byte value in every position of a 4-character group (the other
+ * three valid), and every 2- and 3-character tail over the alphabet plus
+ * a few bytes next to its ranges.
+ */
+static void
+test_exhaustive(void)
+{
+	static const char set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
+	    "qrstuvwxyz0123456789-_@[`{/:,.=+ \x80\xff";
+	unsigned char s[4];
+	size_t pos, n = strlen(set), i, j, k, bad = 0, runs = 0;
+	unsigned c;
+
+	for (pos = 0; pos < 4; pos++)
+		for (c = 0; c < 256; c++) {
+			memcpy(s, "QUJD", 4);
+			s[pos] = (unsigned char)c;
+			bad += !agrees(s, 4) + !agrees(s, pos < 2 ? 2 : pos + 1);
+			runs += 2;
+		}
+	ok(bad == 0, "every byte in every position: %zu of %zu disagree",
+	    bad, runs);
+	bad = runs = 0;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++) {
+			s[0] = (unsigned char)set[i];
+			s[1] = (unsigned char)set[j];
+			bad += !agrees(s, 2);
+			for (k = 0; k < n; k++) {
+				s[2] = (unsigned char)set[k];
+				bad += !agrees(s, 3);
+				runs++;
+			}
+			runs++;
+		}
+	ok(bad == 0, "every 2- and 3-character tail: %zu of %zu disagree",
+	    bad, runs);
+}
+
 static void
 test_round_trips(void)
 {
@@ -123,5 +203,6 @@ main(void)
 	test_round_trips();
 	test_vectors();
 	test_refusals();
+	test_exhaustive();
 	return done_testing();
 }
