@@ -20,7 +20,7 @@
 /* What a worker hands each request: all owned by the worker. */
 struct api_ctx {
 	const struct config	*cfg;
-	struct auth		*auth;
+	const struct auth	*auth;
 	struct db		*db;
 	struct sb_slot		*slot;		/* this worker's scoreboard slot */
 	char			*body;		/* HTTP_MAX_BODY + 1 bytes */

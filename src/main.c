@@ -55,6 +55,7 @@ main(int argc, char *argv[])
 	const char *path = CFPM_DEFAULT_CONFIG;
 	char err[CONFIG_ERR_LEN];
 	struct listen_sock ls;
+	struct auth auth;
 	int ch, test = 0, children = 0, rc;
 
 	while ((ch = getopt(argc, argv, "c:n:tFhv")) != -1) {
@@ -72,7 +73,8 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return 2;
 	}
-	if (master_load_config(&cfg, path, children, err) == -1) {
+	if (master_load_config(&cfg, test ? NULL : &auth, path, children,
+	    err) == -1) {
 		fprintf(stderr, "cfpm: %s\n", err);
 		return 1;
 	}
@@ -86,5 +88,5 @@ main(int argc, char *argv[])
 		return 1;
 	if (rc == 0 && listen_bind(&ls, &cfg) == -1)
 		return 1;
-	return master_run(&cfg, path, children, &ls);
+	return master_run(&cfg, &auth, path, children, &ls);
 }

@@ -40,6 +40,7 @@ enum master_stop {
 
 struct master {
 	struct config		*cfg;		/* current generation's */
+	struct auth		*auth;		/* its keys, inherited by workers */
 	const char		*config_path;
 	int			 children;	/* -n override, 0 = none */
 	struct listen_sock	*ls;
@@ -101,10 +102,10 @@ master_signals(sigset_t *waitmask)
 }
 
 int
-master_load_config(struct config *cfg, const char *path, int children,
-    char *err)
+master_load_config(struct config *cfg, struct auth *auth, const char *path,
+    int children, char *err)
 {
-	struct auth auth;
+	struct auth trial;
 	size_t len;
 	char *text;
 	int rc;
@@ -120,11 +121,25 @@ master_load_config(struct config *cfg, const char *path, int children,
 		cfg->max_children = children;
 	if (config_validate(cfg, path, err) == -1)
 		return -1;
-	/* Keys are tried here so a bad file fails now, not in every fork. */
-	if (auth_init(&auth, cfg, err) == -1)
+	/*
+	 * Keys are parsed here, once: a bad file fails now, not in every
+	 * fork, and workers inherit the parsed keys (their verify contexts
+	 * included) instead of each touching OpenSSL's decoders again.
+	 */
+	if (auth_init(auth ? auth : &trial, cfg, err) == -1)
 		return -1;
-	auth_free(&auth);
+	if (auth == NULL)
+		auth_free(&trial);
 	return 0;
+}
+
+static void
+master_free_auth(struct master *m)
+{
+	if (m->auth != NULL)
+		auth_free(m->auth);
+	free(m->auth);
+	m->auth = NULL;
 }
 
 /* A worker of the current generation that is not on its way out. */
@@ -172,6 +187,7 @@ master_spawn(struct master *m)
 	slot->generation = m->generation;
 	slot->started_us = clock_now_us();
 	args.cfg = m->cfg;
+	args.auth = m->auth;
 	args.listen_fd = m->ls->fd;
 	args.sb = m->sb;
 	args.slot = idx;
@@ -309,14 +325,16 @@ static void
 master_reload(struct master *m)
 {
 	char err[CONFIG_ERR_LEN];
-	struct config *next;
+	struct config *next = malloc(sizeof(*next));
+	struct auth *keys = malloc(sizeof(*keys));
 	unsigned i;
 
-	if ((next = malloc(sizeof(*next))) == NULL ||
-	    master_load_config(next, m->config_path, m->children, err) == -1) {
+	if (next == NULL || keys == NULL || master_load_config(next, keys,
+	    m->config_path, m->children, err) == -1) {
 		log_err("reload refused, pool unchanged: %s",
-		    next ? err : "out of memory");
+		    next && keys ? err : "out of memory");
 		free(next);
+		free(keys);
 		return;
 	}
 	if (strcmp(next->listen, m->cfg->listen) != 0 ||
@@ -329,6 +347,8 @@ master_reload(struct master *m)
 		    strerror(errno));
 	free(m->cfg);
 	m->cfg = next;
+	master_free_auth(m);	/* running workers keep their own copy */
+	m->auth = keys;
 	m->generation++;
 	m->ready_sent = 0;
 	m->quick_deaths = 0;
@@ -577,15 +597,17 @@ master_wait(struct master *m, const sigset_t *waitmask)
 }
 
 static void
-master_init(struct master *m, struct config *cfg, const char *config_path,
-    int children, struct listen_sock *ls)
+master_init(struct master *m, struct config *cfg, struct auth *auth,
+    const char *config_path, int children, struct listen_sock *ls)
 {
 	struct config *own;
 
 	memset(m, 0, sizeof(*m));
-	if ((own = malloc(sizeof(*own))) == NULL)
+	if ((own = malloc(sizeof(*own))) == NULL ||
+	    (m->auth = malloc(sizeof(*m->auth))) == NULL)
 		fatal("%s: out of memory", __func__);
-	*own = *cfg;		/* reloads replace it */
+	*own = *cfg;		/* reloads replace both */
+	*m->auth = *auth;
 	m->cfg = own;
 	m->config_path = config_path;
 	m->children = children;
@@ -600,14 +622,14 @@ master_init(struct master *m, struct config *cfg, const char *config_path,
 }
 
 int
-master_run(struct config *cfg, const char *config_path, int children,
-    struct listen_sock *ls)
+master_run(struct config *cfg, struct auth *auth, const char *config_path,
+    int children, struct listen_sock *ls)
 {
 	struct master m;
 	sigset_t waitmask;
 	char where[160];
 
-	master_init(&m, cfg, config_path, children, ls);
+	master_init(&m, cfg, auth, config_path, children, ls);
 	master_signals(&waitmask);
 	log_notice("cfpm %s: %d workers on %s", PACKAGE_VERSION,
 	    m.cfg->max_children, listen_describe(ls, where, sizeof(where)));
@@ -628,6 +650,7 @@ master_run(struct config *cfg, const char *config_path, int children,
 	admin_close(m.admin);
 	listen_close(ls);
 	scoreboard_destroy(m.sb);
+	master_free_auth(&m);
 	free(m.cfg);
 	log_notice("stopped");
 	return 0;

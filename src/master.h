@@ -7,6 +7,7 @@
 #ifndef CFPM_MASTER_H
 #define CFPM_MASTER_H
 
+#include "auth.h"
 #include "config.h"
 #include "listen.h"
 
@@ -20,21 +21,23 @@
 
 /*
  * Loads path into cfg: defaults, the file, the -n override (children > 0),
- * cross-checks, and a trial parse of the key file. Returns 0, or -1 with
+ * cross-checks, and the key file parsed into auth (release with
+ * auth_free(); NULL only checks it). Returns 0, or -1 with
  * "file:line: reason" in err (CONFIG_ERR_LEN bytes). Used at start, by
  * -t, and on every reload.
  */
-int master_load_config(struct config *cfg, const char *path, int children,
-    char *err);
+int master_load_config(struct config *cfg, struct auth *auth,
+    const char *path, int children, char *err);
 
 /*
  * Runs the pool until a stop signal: forks cfg->max_children workers on
- * ls, keeps that many running, reloads on SIGHUP/SIGUSR2 (cfg is replaced
- * by the new configuration), and stops gracefully (SIGTERM, SIGQUIT) or
- * fast (SIGINT). Removes socket files only if cfpm created them.
+ * ls, keeps that many running, reloads on SIGHUP/SIGUSR2 (cfg and auth
+ * are replaced by the new configuration and keys), and stops gracefully
+ * (SIGTERM, SIGQUIT) or fast (SIGINT). Workers inherit the keys parsed
+ * here (auth, taken over), so none parses them again. Removes socket files only if cfpm created them.
  * Returns the process exit status (0 after a clean stop).
  */
-int master_run(struct config *cfg, const char *config_path, int children,
-    struct listen_sock *ls);
+int master_run(struct config *cfg, struct auth *auth,
+    const char *config_path, int children, struct listen_sock *ls);
 
 #endif

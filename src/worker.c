@@ -1,6 +1,6 @@
 /*
  * worker.c: a pool process (child of the master). One libpq connection,
- * keys parsed once, then a loop: wait in epoll for the shared listen
+ * the master's parsed keys, then a loop: wait in epoll for the shared listen
  * socket (one worker woken per connection, oldest idle first), accept
  * with FCGX_Accept_r, serve, and between requests act on signals.
  */
@@ -21,7 +21,6 @@
 
 #include "accesslog.h"
 #include "api.h"
-#include "auth.h"
 #include "clock.h"
 #include "db.h"
 #include "http.h"
@@ -359,8 +358,6 @@ worker_main(const struct worker_args *args)
 {
 	struct sb_slot *slot = &args->sb->slots[args->slot];
 	struct api_ctx ctx;
-	struct auth auth;
-	char err[CONFIG_ERR_LEN];
 	int code = 1;
 
 	log_set_role("worker");
@@ -372,12 +369,8 @@ worker_main(const struct worker_args *args)
 	    getppid() != args->master)
 		_exit(1);
 	memset(&ctx, 0, sizeof(ctx));
-	if (auth_init(&auth, args->cfg, err) == -1) {
-		log_err("keys: %s", err);
-		_exit(1);
-	}
 	ctx.cfg = args->cfg;
-	ctx.auth = &auth;
+	ctx.auth = args->auth;		/* parsed once, by the master */
 	ctx.slot = slot;
 	if (api_init(&ctx) == -1 || (ctx.db = db_open(args->cfg->db_conninfo))
 	    == NULL) {
@@ -396,6 +389,5 @@ done:
 	worker_db = NULL;
 	db_close(ctx.db);
 	api_free(&ctx);
-	auth_free(&auth);
 	exit(code);
 }

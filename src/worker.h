@@ -7,12 +7,14 @@
 
 #include <sys/types.h>
 
+#include "auth.h"
 #include "config.h"
 #include "scoreboard.h"
 
 /* What the master gives a new worker; all of it inherited across fork. */
 struct worker_args {
 	const struct config	*cfg;
+	const struct auth	*auth;		/* keys parsed by the master */
 	int			 listen_fd;
 	struct scoreboard	*sb;
 	int			 slot;		/* index in sb->slots */
@@ -21,7 +23,7 @@ struct worker_args {
 };
 
 /*
- * Becomes a worker: resets signals, loads keys, connects to PostgreSQL
+ * Becomes a worker: resets signals, connects to PostgreSQL
  * (after the fork, never before), then serves requests until told to stop
  * or pm.max_requests is reached. Never returns: exits 0 on a normal stop,
  * 1 when it cannot start (the master backs off before respawning).
