@@ -12,6 +12,7 @@ pm.max_requests recycling.
 import os
 import signal
 import stat
+import struct
 import sys
 import threading
 import time
@@ -540,6 +541,70 @@ def check_stale_socket(st):
     tap.is_(st.stop_cfpm(c), 0, "and stops with exit 0")
 
 
+def _fcgi_get_health(stdin=True):
+    """A raw FastCGI GET /health; without stdin, the FCGI_STDIN records
+    (the request's end) are left out."""
+    params = ct._fcgi_params({"REQUEST_METHOD": "GET", "REQUEST_URI":
+                              "/health", "DOCUMENT_URI": "/health",
+                              "SCRIPT_NAME": "/health", "QUERY_STRING": ""})
+    msg = ct._fcgi_record(ct.FCGI_BEGIN_REQUEST, struct.pack("!HB5x", 1, 0))
+    msg += ct._fcgi_record(ct.FCGI_PARAMS, params)
+    msg += ct._fcgi_record(ct.FCGI_PARAMS, b"")
+    if stdin:
+        msg += ct._fcgi_record(ct.FCGI_STDIN, b"")
+    return msg
+
+
+def _read_until_eof(s, timeout):
+    """Bytes read until the server closes (None if it does not within
+    timeout seconds)."""
+    s.settimeout(timeout)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+    except OSError:
+        return None
+
+
+def check_connection_end(st):
+    """A worker ends each connection itself: a client that keeps its end
+    open after the response, or never sends the end of its request, does
+    not hold the worker (libfcgi's lingering close waited up to 2 s)."""
+    tap = st.tap
+    c = st.start_cfpm(n=1)
+    import socket as so
+    for stdin, what, bound in ((True, "complete request", 0.5),
+                               (False, "request without FCGI_STDIN", 1.5)):
+        a = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+        a.connect(st.sock)
+        a.sendall(_fcgi_get_health(stdin))
+        t0 = time.monotonic()
+        data = _read_until_eof(a, 5)
+        dt = time.monotonic() - t0
+        tap.ok(data is not None and b"Status: 200" in data,
+               "%s, client keeps its end open: full response, then the "
+               "worker closes (%.2fs)" % (what, dt))
+        t0 = time.monotonic()
+        r = ct.fcgi_request(st.sock, "GET", "/health", timeout=5)
+        dt = time.monotonic() - t0
+        tap.ok(r.status == 200 and dt < bound,
+               "%s: the only worker serves the next client within %.1f s "
+               "(%.2fs)" % (what, bound, dt))
+        a.close()
+    body = b'{"kind":"x","payload":{"pad":"' + b"y" * 30000 + b'"}}'
+    r = ct.fcgi_request(st.sock, "POST", "/events", body=body,
+                        headers={"Content-Type": "application/json"})
+    r2 = ct.fcgi_request(st.sock, "GET", "/health")
+    tap.ok(r.status == 401 and r2.status == 200,
+           "POST refused before its 30 kB body is read: 401 complete, next "
+           "request served (%s, %s)" % (r.status, r2.status))
+    tap.is_(st.stop_cfpm(c), 0, "connection-end checks: clean stop")
+
+
 def check_terminate_timeout(st):
     """request_terminate_timeout = 2: a request stuck on a lock ends with a
     5xx in time, the pool recovers."""
@@ -663,6 +728,7 @@ def main(tap):
         check_sigterm_idle(st)
         check_sigint(st)
         check_stale_socket(st)
+        check_connection_end(st)
         check_max_requests(st)
         check_terminate_timeout(st)
         check_cold_start_db_down(st)
