@@ -10,7 +10,8 @@ Candidates (same contract, same run):
   go            net/http + pgxpool(pool), GOMAXPROCS = cores; measured
                 directly (as publicly) or behind nginx (--go-front nginx)
 References (no DB, no contract):
-  hello         nginx + bench/ref/hello.c, libfcgi, pool children
+  hello         nginx (cfpm's shipped site) + bench/ref/hello.c, libfcgi,
+                pool children
   nginx-static  nginx alone, return 200 (the code-free ceiling)
 """
 
@@ -228,11 +229,13 @@ class Hello(Candidate):
                         "hello.log")
         self._wait_socket(sock, p, os.path.join(cell.dir, "hello.log"))
         port = proc.free_port()
-        self._front(cell, nginx.fastcgi_site("hello", sock, port), port)
+        # The floor F is defined under the nginx settings cfpm ships with.
+        self._front(cell, nginx.cfpm_site(self.run.srcdir, sock, port), port)
 
     def describe(self):
         return dict(Candidate.describe(self), what="nginx + libfcgi "
-                    "hello-world, keep-conn off, pool children")
+                    "hello-world behind cfpm's shipped nginx site "
+                    "(etc/nginx/cfpm.conf), pool children")
 
 
 class NginxStatic(Candidate):

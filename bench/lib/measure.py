@@ -16,6 +16,7 @@ GATE_FACTOR x max(expected rate, this repetition's rate), and (with
 charged to the candidate (other tenants of a shared machine).
 """
 
+import os
 import statistics
 import time
 
@@ -204,3 +205,29 @@ def run_rep(ctx, cell, rep, expected_rps):
                    rss_group=cell.group, cpus=cell.cpus)
     return point_record(cell, rep, window, warm, gate, expected_rps,
                         o.max_other / 100.0 if o.max_other else None)
+
+
+def run_profile(ctx, cell, seconds, workdir):
+    """Warm-up, then one window of seconds with perf sampling the cell's
+    CPUs; returns the profile record (stages in µs per request)."""
+    from . import profile
+    o = ctx.opts
+    drive(ctx.gens, cell.cand.port, o.warmup)
+    pids = set(cell.group.pids())
+    data = os.path.join(workdir, "perf-%s.data" % cell.name)
+    p = profile.start(cell.cpus, seconds, data)
+    window = drive(ctx.gens, cell.cand.port, seconds,
+                   groups={"cand": cell.group})
+    profile.finish(p, timeout=60)
+    counts, other = profile.attribute(data, pids)
+    os.unlink(data)
+    t = window["totals"]
+    per_req = _per_req(window["cpu_us"]["cand"], t["ok_2xx"])
+    return {"kind": "profile", "role": cell.cand.role,
+            "candidate": cell.cand.name, "cores": cell.cores,
+            "pool": cell.pool, "throughput_rps": t["rate"],
+            "ok_2xx": t["ok_2xx"], "problems": _problems(t),
+            "window_s": window["window_s"], "cpu_us_per_req": per_req,
+            "samples": sum(counts.values()), "other_samples": other,
+            "sampler": "perf record -e cpu-clock -F %d -g" % profile.FREQ,
+            "stages": profile.breakdown(counts, per_req)}

@@ -37,7 +37,79 @@ def build(meta, records):
                          "rows": stats.planning(best)},
             "references": {"probe_gate_max_rps": max(gates, default=None),
                            "other": refs},
-            "contract": contracts, "not_measured": NOT_MEASURED}
+            "contract": contracts, "not_measured": NOT_MEASURED,
+            "profile": {"records": [r for r in records
+                                    if r["kind"] == "profile"],
+                        "skipped": [r["reason"] for r in records
+                                    if r["kind"] == "profile-skipped"]},
+            "targets": targets(rows, refs)}
+
+
+def _cell(rows, name, cores, pool):
+    for r in rows:
+        if r["candidate"] == name and r["cores"] == cores and \
+                r["pool"] == pool and r["throughput_rps"]["median"]:
+            return r
+    return None
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def targets(rows, refs):
+    """The performance targets of cfpm at 1 core (or the fewest cores
+    measured), each with its figures and whether it holds."""
+    cand = [r for r in rows if r["role"] == "candidate"]
+    if not any(r["candidate"] == "cfpm" for r in cand):
+        return []
+    cores = min(r["cores"] for r in cand if r["candidate"] == "cfpm")
+    best = {b["candidate"]: b for b in stats.best_pools(cand)
+            if b["cores"] == cores}
+    c = best.get("cfpm")
+    if c is None:
+        return []
+    med = lambda r, k: r[k]["median"] if r else None  # noqa: E731
+    hello = _cell(rows, "hello", cores, c["pool"])
+    v = next((r["us_per_verify"] for r in refs
+              if r["name"] == "openssl-rsa2048-verify" and
+              "failed" not in r), None)
+    f = med(hello, "cpu_us_per_req")
+    out = []
+    if f is not None and v is not None:
+        limit = f + v + 20
+        got = med(c, "cpu_us_per_req")
+        out.append({"target": "CPU µs/req ≤ F + V + 20", "value": got,
+                    "limit": limit, "met": got is not None and
+                    got <= limit, "detail": "F (hello, pool %d) %.1f + V "
+                    "%.1f + 20 = %.1f" % (c["pool"], f, v, limit)})
+    for peer, want in (("php-fpm", 3.0), ("go", 1.25)):
+        p = best.get(peer)
+        r = _ratio(med(c, "throughput_rps"), med(p, "throughput_rps"))
+        out.append({"target": "capacity ≥ %.2f× %s" % (want, peer),
+                    "value": r, "limit": want, "met": r is not None and
+                    r >= want, "detail": "best pools: cfpm %d, %s %s" % (
+                        c["pool"], peer, p["pool"] if p else "-")})
+    pools = [r for r in cand if r["candidate"] == "cfpm" and
+             r["cores"] == cores and r["throughput_rps"]["median"]]
+    if len(pools) > 1:
+        lo = min(pools, key=lambda r: r["throughput_rps"]["median"])
+        loss = 1 - lo["throughput_rps"]["median"] / \
+            med(c, "throughput_rps")
+        out.append({"target": "worst pool within 15 % of the best",
+                    "value": loss, "limit": 0.15, "met": loss <= 0.15,
+                    "detail": "worst pool %d" % lo["pool"]})
+    big = max((r["pool"] for r in pools), default=None)
+    mine, php = _cell(rows, "cfpm", cores, big), \
+        _cell(rows, "php-fpm", cores, big)
+    r = _ratio(mine and mine["peak_rss_kib"], php and php["peak_rss_kib"])
+    if r is not None:
+        out.append({"target": "RSS at pool %d ≤ 1/3 of PHP-FPM's" % big,
+                    "value": r, "limit": 1 / 3, "met": r <= 1 / 3,
+                    "detail": "%.0f vs %.0f MiB" % (
+                        mine["peak_rss_kib"] / 1024,
+                        php["peak_rss_kib"] / 1024)})
+    return out
 
 
 def rerender(outdir):
@@ -162,6 +234,63 @@ def _refs_md(summary):
     return "\n".join(out) + "\n" if out else "(none: --no-refs)\n"
 
 
+def _targets_md(ts):
+    if not ts:
+        return "(not enough cells measured)\n"
+    fmt = lambda t, v: ("%.1f" % v if "µs" in t else  # noqa: E731
+                        "%.0f %%" % (100 * v) if "within" in t else
+                        "%.2f" % v) if v is not None else "-"
+    return _table(["target", "measured", "limit", "met", "how"],
+                  [[t["target"], fmt(t["target"], t["value"]),
+                    fmt(t["target"], t["limit"]),
+                    "yes" if t["met"] else "no", t["detail"]] for t in ts])
+
+
+def _stage_rows(recs):
+    """{(role, stage): {candidate: µs/req}} over profile records."""
+    table = {}
+    for rec in recs:
+        for s in rec["stages"]:
+            table.setdefault((s["role"], s["stage"]), {})[
+                rec["candidate"]] = s["us_per_req"]
+    return table
+
+
+def _profile_md(prof):
+    recs = prof["records"]
+    if not recs:
+        return "Not measured%s.\n" % (
+            ": " + "; ".join(prof["skipped"]) if prof["skipped"] else "")
+    names = [r["candidate"] for r in recs]
+    out = ["- %s, %d core(s), pool %s: %s req/s, %s CPU µs/req, %d "
+           "samples (%s)\n" % (r["candidate"], r["cores"], r["pool"],
+                               _n(r["throughput_rps"]),
+                               _n(r["cpu_us_per_req"], "{:.1f}"),
+                               r["samples"], r["sampler"]) for r in recs]
+    table = _stage_rows(recs)
+    first = names[0]
+    order = sorted(table, key=lambda k: -(table[k].get(first) or 0))
+    body, totals = [], {}
+    for key in order:
+        vals = [table[key].get(n) for n in names]
+        if max(v or 0 for v in vals) < 0.5:
+            continue
+        for n, v in zip(names, vals):
+            totals[(key[0], n)] = totals.get((key[0], n), 0) + (v or 0)
+        body.append([key[0], key[1]] + [_n(v, "{:.1f}") for v in vals] +
+                    ([_n((vals[0] or 0) - (vals[1] or 0), "{:+.1f}")]
+                     if len(vals) > 1 else []))
+    for role in ("server", "nginx"):
+        vals = [totals.get((role, n)) for n in names]
+        body.append(["**%s total**" % role, "(rows ≥ 0.5 µs)"] +
+                    [_n(v, "{:.1f}") for v in vals] +
+                    ([_n((vals[0] or 0) - (vals[1] or 0), "{:+.1f}")]
+                     if len(vals) > 1 else []))
+    head = ["process", "stage"] + ["%s µs/req" % n for n in names] + \
+        (["Δ %s − %s" % (names[0], names[1])] if len(names) > 1 else [])
+    return "".join(out) + "\n" + _table(head, body)
+
+
 def _meta_md(m):
     lay, ld = m["layout"], m["load"]
     lines = [
@@ -211,6 +340,16 @@ def markdown(s):
              "\n## Planning: cores needed\n\n",
              _planning_table(s["planning"]),
              "\nAssumption: %s\n" % s["planning"]["assumption"],
+             "\n## Targets (cfpm at its best pool, fewest cores)\n\n",
+             _targets_md(s.get("targets")),
+             "\n## Where the CPU goes (perf, µs per request)\n\n",
+             "Samples of the candidate's processes on its CPUs, by stage: "
+             "user code by library, kernel by system call (context "
+             "switches apart); each stage's share times the cgroup CPU per "
+             "request of the same window. The hello-world reference is "
+             "the floor: nginx + libfcgi, no token, no database.\n\n",
+             _profile_md(s.get("profile") or {"records": [],
+                                               "skipped": []}),
              "\n## Reference points\n\n", _refs_md(s)]
     if ref:
         parts += ["\n", _cells_table(ref)]

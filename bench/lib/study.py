@@ -16,12 +16,13 @@ study.py: the whole study, in order.
 import json
 import os
 import shutil
+import statistics
 import tempfile
 import time
 import traceback
 
 from . import (candidates, cgroup, contract, layout, load, measure, nginx,
-               pg, proc, refs, report, versions)
+               pg, proc, profile, refs, report, versions)
 
 TOKEN_POOL = 200
 LOG_TAIL_LINES = 200
@@ -34,9 +35,9 @@ class ContractFailed(Exception):
 class Cell:
     """One (candidate, cores, pool) configuration while it runs."""
 
-    def __init__(self, cand, cores, cpus, pool, workdir, index):
+    def __init__(self, cand, cores, cpus, pool, workdir, index, tag=""):
         self.cand, self.cores, self.cpus, self.pool = cand, cores, cpus, pool
-        self.name = "%s-c%d-p%s" % (cand.name, cores, pool or "na")
+        self.name = "%s-c%d-p%s%s" % (cand.name, cores, pool or "na", tag)
         self.dir = os.path.join(workdir, "cells", self.name)
         self.index = index
         self.group = self.probe = self.probe_group = None
@@ -243,11 +244,13 @@ class Study:
                 with open(os.path.join(dest, name), "w") as out:
                     out.write(proc.tail(path, LOG_TAIL_LINES) + "\n")
 
-    def run_cell(self, cand, cores, pool, reps):
-        """Starts, checks and measures one cell; always stops it."""
+    def run_cell(self, cand, cores, pool, reps, profile=0):
+        """Starts, checks and measures one cell (or, with profile > 0,
+        takes its CPU breakdown over that many seconds); always stops
+        it."""
         self.ncells += 1
         cell = Cell(cand, cores, self.layout.cand_cpus(cores), pool,
-                    self.workdir, self.ncells)
+                    self.workdir, self.ncells, "-profile" if profile else "")
         proc.log("cell %s on CPUs %s" % (cell.name,
                                          cgroup.cpulist(cell.cpus)))
         stage = "start"
@@ -265,8 +268,12 @@ class Study:
                 stage = "db reset"
                 self.pg.reset()
                 time.sleep(self.opts.settle)
-            stage = "measure"
-            self._reps(cell, reps)
+            if profile:
+                stage = "profile"
+                self._profile(cell, profile)
+            else:
+                stage = "measure"
+                self._reps(cell, reps)
         except ContractFailed as e:
             self.failed_candidates.add(cand.name)
             self._failure(cell.key(), stage, e)
@@ -280,6 +287,46 @@ class Study:
             for g in (cell.group, cell.probe_group):
                 if g:
                     g.remove()
+
+    def _profile(self, cell, seconds):
+        rec = measure.run_profile(self, cell, seconds, self.workdir)
+        self.record(rec)
+        proc.log("  profile: %s req/s, %s µs CPU/req, %d samples" % (
+            "{:,.0f}".format(rec["throughput_rps"]),
+            "%.1f" % rec["cpu_us_per_req"] if rec["cpu_us_per_req"]
+            else "-", rec["samples"]))
+
+    def _best_pool(self, name, cores):
+        """The pool with the highest median rate of name at cores."""
+        by = {}
+        for r in self.records:
+            if r["kind"] == "point" and r["valid"] and \
+                    r["candidate"] == name and r["cores"] == cores:
+                by.setdefault(r["pool"], []).append(r["throughput_rps"])
+        if not by:
+            return None
+        return max(by, key=lambda p: statistics.median(by[p]))
+
+    def run_profiles(self):
+        """CPU per stage of cfpm at its best pool and of the hello-world
+        reference at the same pool (the floor it is compared with)."""
+        cores = min(self.opts.cores)
+        pool = self._best_pool("cfpm", cores)
+        why = profile.available()
+        if pool is None or why:
+            why = why or "no valid cfpm point to profile"
+            proc.log("profile: not measured: %s" % why)
+            self.record({"kind": "profile-skipped", "reason": why})
+            return
+        for cls in (candidates.Cfpm, candidates.Hello):
+            cand = cls(self)
+            try:
+                cand.prepare()
+            except Exception as e:
+                self._failure((cand.role, cand.name, cores, pool),
+                              "profile", e)
+                continue
+            self.run_cell(cand, cores, pool, 1, profile=self.opts.profile)
 
     def run_candidate(self, cls, pools, reps):
         """Every cell of one candidate (or HTTP reference)."""
@@ -313,6 +360,7 @@ class Study:
             "options": {k: getattr(o, k) for k in (
                 "candidates", "cores", "pools", "duration", "warmup", "gate",
                 "settle", "reps", "ref_reps", "retries", "max_other",
+                "profile",
                 "connections", "quick", "no_refs", "go_front", "rows")},
             "layout": self.layout.describe(), "cgroups":
             self.backend.describe(), "load": self.gens.describe(),
@@ -341,6 +389,8 @@ class Study:
                                             o.ref_reps))
             cands.append(self.run_candidate(candidates.NginxStatic, [None],
                                             o.ref_reps))
+        if o.profile and "cfpm" in o.candidates:
+            self.run_profiles()
         meta = self.meta(cands)
         meta["utc_end"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         report.write(self.outdir, report.build(meta, self.records))

@@ -48,6 +48,10 @@ class TAP:
         sys.stdout.flush()
         return bool(cond)
 
+    def skip(self, desc, reason):
+        self.n += 1
+        print("ok %d - %s # SKIP %s" % (self.n, desc, reason))
+
     def done(self):
         print("1..%d" % self.n)
         return 1 if self.failed or not self.n else 0
@@ -138,6 +142,36 @@ def check_results(tap, res):
     for f in ("throughput.svg", "cpu_per_request.svg"):
         with open(os.path.join(res, f)) as fh:
             tap.ok(fh.read(200).startswith("<svg"), "%s is SVG" % f)
+    check_profile(tap, recs, md)
+
+
+def check_profile(tap, recs, md):
+    """The perf breakdown of cfpm and of the hello-world floor."""
+    from lib import profile
+    why = profile.available()
+    if why:
+        tap.skip("CPU breakdown per stage", why)
+        return
+    prof = {r["candidate"]: r for r in recs if r.get("kind") == "profile"}
+    tap.ok(set(prof) == {"cfpm", "hello"}, "records.jsonl: a profile of "
+           "cfpm and of hello at the same pool", sorted(prof))
+    for name, rec in prof.items():
+        shares = sum(s["share"] for s in rec["stages"])
+        us = sum(s["us_per_req"] or 0 for s in rec["stages"])
+        tap.ok(rec["samples"] > 100 and abs(shares - 1) < 1e-6 and
+               abs(us - rec["cpu_us_per_req"]) < 0.01 * rec["cpu_us_per_req"],
+               "%s profile: %d samples; stage shares sum to 1 and stage "
+               "µs to its CPU µs/req (%.1f)" % (name, rec["samples"],
+                                                rec["cpu_us_per_req"] or 0))
+    stages = {(s["role"], s["stage"]): s["us_per_req"]
+              for s in prof.get("cfpm", {}).get("stages", [])}
+    tap.ok((stages.get(("server", "OpenSSL (libcrypto)")) or 0) > 1 and
+           any(r == "nginx" for r, _ in stages),
+           "cfpm's workers spend time in OpenSSL (the RS256 verify), its "
+           "nginx is seen too", sorted(stages)[:12])
+    tap.ok("Where the CPU goes" in md and "| server | OpenSSL (libcrypto) |"
+           in md and "## Targets" in md,
+           "summary.md has the targets and the breakdown table")
 
 
 def check_helpers(tap):
@@ -149,6 +183,22 @@ def check_helpers(tap):
     tap.ok(stats.cores_needed(10000, 100.0) == 1 and
            stats.cores_needed(30000, 150.0) == 5,
            "planning: cores = ceil(rate x µs / 1e6)")
+    from lib import profile
+    k = "[kernel.kallsyms]"
+    send = [("_raw_spin_unlock_irqrestore", k), ("sock_def_readable", k),
+            ("__sys_sendto", k), ("__x64_sys_sendto", k),
+            ("do_syscall_64", k), ("__send", "/lib/libc.so.6")]
+    wait = [("finish_task_switch", k), ("__schedule", k), ("schedule", k),
+            ("do_sys_poll", k), ("__x64_sys_poll", k), ("do_syscall_64", k)]
+    inlined = [("vfs_write", k), ("ksys_write", k), ("do_syscall_64", k)]
+    tap.ok(profile.stage("cfpm", send) == "kernel: sendto()" and
+           profile.stage("cfpm", wait) == "kernel: context switches" and
+           profile.stage("cfpm", inlined) == "kernel: write()" and
+           profile.stage("cfpm", [("x", "/usr/lib/libcrypto.so.3")]) ==
+           "OpenSSL (libcrypto)" and
+           profile.stage("cfpm", [("api_handle", "/build/cfpm")]) ==
+           "own code" and profile.role("nginx") == "nginx",
+           "profile stages: system call, context switch, library, own code")
 
 
 def main():
