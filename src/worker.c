@@ -179,6 +179,16 @@ worker_log_access(const struct config *cfg, const struct http_request *r,
 	accesslog_write(cfg->access_format, &e);
 }
 
+/* The scoreboard's copy of a request field: truncated, NUL-terminated. */
+static void
+worker_copy(char *dst, size_t cap, const char *src, size_t len)
+{
+	if (len >= cap)
+		len = cap - 1;
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
 static void
 worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
     struct sb_slot *slot)
@@ -192,9 +202,9 @@ worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
 	if (timeout > 0)
 		worker_timer(timeout);
 	http_request_init(&r, req);
-	snprintf(slot->method, sizeof(slot->method), "%s", r.method);
-	snprintf(slot->uri, sizeof(slot->uri), "%.*s", (int)r.path_len,
-	    r.path);
+	worker_copy(slot->method, sizeof(slot->method), r.method,
+	    strlen(r.method));
+	worker_copy(slot->uri, sizeof(slot->uri), r.path, r.path_len);
 	db_watch_client(ctx->db, http_client_fd(&r));
 	if (api_handle(ctx, &r) == -1 || db_client_gone(ctx->db))
 		log_info("%s %.*s: client went away%s", r.method,
