@@ -15,7 +15,10 @@
 
 #define ARENA_SIZE	(64 * 1024)	/* a request's trees fit many times */
 
-/* Makes jansson allocate through the arena (json_set_alloc_funcs). */
+/*
+ * Makes jansson allocate through the arena (json_set_alloc_funcs). From
+ * then on a string from json_dumps() must go to arena_free(), not free().
+ */
 void arena_install(void);
 
 /* The allocator pair itself (exposed for tests). */

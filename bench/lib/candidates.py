@@ -9,6 +9,7 @@ Candidates (same contract, same run):
   php-fpm       nginx + php-fpm8.2, pm = static, max_children = pool
   go            net/http + pgxpool(pool), GOMAXPROCS = cores; measured
                 directly (as publicly) or behind nginx (--go-front nginx)
+  go-nginx      the same, always behind nginx (both fronts in one run)
 References (no DB, no contract):
   hello         nginx (cfpm's shipped site) + bench/ref/hello.c, libfcgi,
                 pool children
@@ -210,6 +211,17 @@ class Go(Candidate):
                     db="pgxpool, MaxConns = MinConns = pool")
 
 
+class GoNginx(Go):
+    """The same Go server behind nginx (HTTP keepalive to it), so it is
+    measured in the same run on the architecture cfpm has: a front on the
+    same CPUs. --go-front only chooses the front of the "go" candidate."""
+    name = "go-nginx"
+
+    def __init__(self, run):
+        Go.__init__(self, run)
+        self.front = "nginx"
+
+
 class Hello(Candidate):
     name = "hello"
     role = "reference"
@@ -252,5 +264,5 @@ class NginxStatic(Candidate):
                     "return 200 {\"ok\":true}")
 
 
-CANDIDATES = {c.name: c for c in (Cfpm, PhpFpm, Go)}
+CANDIDATES = {c.name: c for c in (Cfpm, PhpFpm, Go, GoNginx)}
 REFERENCES = {c.name: c for c in (Hello, NginxStatic)}
