@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,15 +23,13 @@
 #include "api.h"
 #include "arena.h"
 #include "clock.h"
+#include "conn.h"
 #include "db.h"
 #include "http.h"
 #include "log.h"
 
 #define WORKER_DB_RETRY_MS	500	/* idle reconnect check while down */
 #define WORKER_IDLE_CHECK_MS	2000	/* idle look at the socket anyway */
-#define WORKER_DRAIN_MAX	(64 * 1024)	/* unread body read at the end */
-#define WORKER_DRAIN_CHUNK	4096
-#define WORKER_DRAIN_WAIT_MS	500	/* for the rest of a stalled request */
 
 static volatile sig_atomic_t worker_stop, worker_reopen;
 static int worker_epfd = -1;		/* waits for the listen socket */
@@ -227,37 +224,6 @@ worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
 }
 
 /*
- * Ends the request. libfcgi's close is a lingering one: shutdown(), then
- * wait up to 2 s for nginx to close its end, then close(). It exists so
- * that unread request bytes cannot turn the close into a reset; but it
- * costs the worker one more sleep and wake-up per request (on few cores,
- * a context switch to nginx and back). So the rest of the request is
- * read first (a GET's empty FCGI_STDIN record is already buffered), and
- * once its end has been seen nothing can be unread: the connection is
- * detached from libfcgi's lingering and simply closed. The read waits at
- * most WORKER_DRAIN_WAIT_MS for a client that stops mid-request (that one
- * is just closed too); a body larger than WORKER_DRAIN_MAX is left to the
- * lingering close, so a reset never races a response nginx still reads.
- */
-static void
-worker_finish(FCGX_Request *req, int fd)
-{
-	struct timeval wait = { 0, WORKER_DRAIN_WAIT_MS * 1000 };
-	char buf[WORKER_DRAIN_CHUNK];
-	size_t drained = 0;
-	int n;
-
-	if (FCGX_HasSeenEOF(req->in) != EOF)
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
-	while (drained < WORKER_DRAIN_MAX &&
-	    (n = FCGX_GetStr(buf, sizeof(buf), req->in)) > 0)
-		drained += (size_t)n;
-	if (drained < WORKER_DRAIN_MAX)
-		FCGX_Detach(req);
-	FCGX_Finish_r(req);
-}
-
-/*
  * Wakes the master's loop now rather than at its next tick: a SIGCHLD
  * with no dead child just makes it look at the scoreboard.
  */
@@ -407,7 +373,7 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 		}
 		worker_reopen_logs();
 		worker_serve(ctx, &req, sb, slot);
-		worker_finish(&req, req.ipcFd);
+		conn_finish(&req, req.ipcFd);
 		worker_between_requests(slot, limit);
 	}
 	slot->state = SB_EXITING;

@@ -983,11 +983,21 @@ class Stack:
 
     # -- nginx ------------------------------------------------------------
 
-    def nginx_conf(self, upstream):
+    def nginx_conf(self, upstream, keep_conn=0):
         """nginx.conf text: the shipped server block with our upstream
-        and listen port, inside a self-contained main config."""
+        and listen port, inside a self-contained main config. keep_conn
+        > 0 turns fastcgi_keep_conn on with that many cached upstream
+        connections (what a user copying a PHP-FPM setup would do)."""
         with open(os.path.join(SRCDIR, "etc", "nginx", "cfpm.conf")) as f:
             block = f.read()
+        if keep_conn:
+            block, n = re.subn(r"fastcgi_keep_conn off;",
+                               "fastcgi_keep_conn on;", block)
+            block = re.sub(r"(upstream\s+cfpm\s*\{)", r"\1\n    keepalive %d;"
+                           % keep_conn, block, count=1)
+            if n != 1:
+                raise RuntimeError("etc/nginx/cfpm.conf: no "
+                                   "fastcgi_keep_conn line to turn on")
         servers = {"cfpm": upstream,
                    "cfpm_status": "unix:" + self.status_sock}
         unknown = []
@@ -1045,16 +1055,17 @@ http {
 """ % {"d": d, "t": tmp, "block": block,
        "user": "user root;" if os.geteuid() == 0 else ""}
 
-    def start_nginx(self, upstream=None):
+    def start_nginx(self, upstream=None, keep_conn=0):
         """Starts nginx on a free port with upstream (default: our unix
-        socket); waits until it accepts connections."""
+        socket); waits until it accepts connections. keep_conn: see
+        nginx_conf()."""
         if upstream is None:
             upstream = "unix:" + self.sock
         if self.http_port is None:
             self.http_port = free_port()
         conf = os.path.join(self.dir, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(self.nginx_conf(upstream))
+            f.write(self.nginx_conf(upstream, keep_conn))
         log = os.path.join(self.dir, "nginx-error.log")
         if log not in self.logs:
             self.logs.append(log)

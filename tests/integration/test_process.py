@@ -10,6 +10,7 @@ pm.max_requests recycling.
 """
 
 import os
+import re
 import signal
 import stat
 import struct
@@ -605,6 +606,63 @@ def check_connection_end(st):
     tap.is_(st.stop_cfpm(c), 0, "connection-end checks: clean stop")
 
 
+def check_keep_conn_requested(st, c):
+    """nginx with fastcgi_keep_conn on and 8 cached connections in front
+    of 3 workers: nothing may pin a worker to an idle connection (with
+    libfcgi's own handling, 13 of 40 such requests timed out). The worker
+    answers and makes nginx close the connection itself."""
+    tap = st.tap
+    before = sorted(c.workers())
+    st.stop_nginx()
+    log = os.path.join(st.dir, "nginx-error.log")
+    start = os.path.getsize(log) if os.path.exists(log) else 0
+    st.start_nginx(keep_conn=8)
+    tok = st.tokens["valid"]
+    res, slow = [], []
+    lock = threading.Lock()
+
+    def client(k):
+        for i in range(6):
+            if (k + i) % 2:
+                r = st.get("/events/%d" % (1 + (k * 6 + i) % ct.SEED_ROWS),
+                           tok, timeout=10)
+            else:
+                r = st.post("/events", BENCH_BODY, tok, timeout=10)
+            with lock:
+                res.append(r.status)
+                if r.elapsed > 2:
+                    slow.append(round(r.elapsed, 2))
+    for rnd in (1, 2):
+        del res[:], slow[:]
+        threads = [threading.Thread(target=client, args=(k,), daemon=True)
+                   for k in range(40)]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        bad = sorted(set(s for s in res if s not in (200, 201)))
+        tap.ok(len(res) == 240 and not bad and not slow,
+               "keep-conn on, round %d: 40 clients on %d workers, 240 "
+               "requests all 2xx, none slower than 2 s (%.1fs)" % (
+                   rnd, POOL, time.monotonic() - t0),
+               "%d answers, other statuses %r, slow %r" % (len(res), bad,
+                                                          slow[:10]))
+    time.sleep(0.5)
+    r = st.get("/health", timeout=5)
+    tap.ok(r.status == 200 and r.elapsed < 2 and sorted(c.workers()) ==
+           before, "keep-conn on: after an idle moment a lone request is "
+           "served at once, by the same workers (%.2fs)" % r.elapsed)
+    with open(log, errors="replace") as f:
+        f.seek(start)
+        noise = [x for x in f.read().splitlines()
+                 if re.search(r"\[(warn|error|crit|alert)\]", x)]
+    tap.ok(not noise, "keep-conn on: nginx logged no warning or error about "
+           "the connections", noise[:5])
+    st.stop_nginx()
+    st.start_nginx()
+
+
 def check_terminate_timeout(st):
     """request_terminate_timeout = 2: a request stuck on a lock ends with a
     5xx in time, the pool recovers."""
@@ -720,6 +778,7 @@ def main(tap):
         check_kill_worker(st, c)
         check_kill_under_load(st, c)
         check_concurrency(st, c)
+        check_keep_conn_requested(st, c)
         check_status(st, c)
         check_db_outage(st, c)
         check_reload(st, c, errlog)
