@@ -57,7 +57,7 @@ class RssTracker:
         return {"samples": self.samples, "rss_sum_kib": total,
                 "pss_sum_kib": pss, "processes": len(procs),
                 "per_process_kib": {
-                    n: {"n": len(v), "max": max(v),
+                    n: {"n": len(v), "max": max(v), "sum": sum(v),
                         "median": statistics.median(v)}
                     for n, v in sorted(by.items())}}
 

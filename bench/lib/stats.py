@@ -77,12 +77,22 @@ def cell_row(key, points, failure=None):
                            for pct in ("p50", "p99")}
                        for m in ("get", "post")},
         "peak_rss_kib": max(mem, default=None),
+        # The per-process picture of the repetition with the highest peak.
+        "peak_per_process_kib": _peak_processes(valid),
         "peak_pss_kib": max(pss, default=None),
         "gate_ratio_min": min(_values(valid, lambda p: p["gate"].get(
             "ratio")), default=None),
         "invalid_reasons": _count([r for p in points
                                    for r in p["invalid_reasons"]]),
     }
+
+
+def _peak_processes(points):
+    mems = [p["memory"] for p in points if (p.get("memory") or {}).get(
+        "rss_sum_kib")]
+    if not mems:
+        return None
+    return max(mems, key=lambda m: m["rss_sum_kib"]).get("per_process_kib")
 
 
 def cell_rows(points, failures):
