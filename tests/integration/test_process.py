@@ -224,34 +224,45 @@ class Load:
         return [i for i in good if i not in found]
 
 
-def check_concurrency(st, c):
-    """Far more concurrent clients than workers: everything is served."""
-    tap = st.tap
+def mixed_clients(st, clients, each, timeout):
+    """clients threads, each sending `each` requests alternating POST
+    /events and GET /events/{id}; returns (responses, seconds)."""
     tok = st.tokens["valid"]
     res = []
     lock = threading.Lock()
 
     def client(k):
-        for i in range(8):
+        for i in range(each):
             if (k + i) % 2:
-                r = st.get("/events/%d" % (1 + (k * 8 + i) % ct.SEED_ROWS),
-                           tok, timeout=20)
+                r = st.get("/events/%d" % (1 + (k * each + i) %
+                                           ct.SEED_ROWS), tok,
+                           timeout=timeout)
             else:
-                r = st.post("/events", BENCH_BODY, tok, timeout=20)
+                r = st.post("/events", BENCH_BODY, tok, timeout=timeout)
             with lock:
-                res.append(r.status)
+                res.append(r)
     threads = [threading.Thread(target=client, args=(k,), daemon=True)
-               for k in range(32)]
+               for k in range(clients)]
     t0 = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
         t.join(60)
-    bad = sorted(set(s for s in res if s not in (200, 201)))
-    tap.ok(len(res) == 256 and not bad,
-           "32 concurrent clients on %d workers: 256 requests all 2xx "
-           "(%.1fs)" % (POOL, time.monotonic() - t0),
-           "%d answers, other statuses %r" % (len(res), bad))
+    return res, time.monotonic() - t0
+
+
+def not_2xx(res):
+    return sorted(set(r.status for r in res if r.status not in (200, 201)))
+
+
+def check_concurrency(st, c):
+    """Far more concurrent clients than workers: everything is served."""
+    res, dt = mixed_clients(st, 32, 8, 20)
+    bad = not_2xx(res)
+    st.tap.ok(len(res) == 256 and not bad,
+              "32 concurrent clients on %d workers: 256 requests all 2xx "
+              "(%.1fs)" % (POOL, dt),
+              "%d answers, other statuses %r" % (len(res), bad))
 
 
 def check_reload(st, c, errlog):
@@ -617,35 +628,14 @@ def check_keep_conn_requested(st, c):
     log = os.path.join(st.dir, "nginx-error.log")
     start = os.path.getsize(log) if os.path.exists(log) else 0
     st.start_nginx(keep_conn=8)
-    tok = st.tokens["valid"]
-    res, slow = [], []
-    lock = threading.Lock()
-
-    def client(k):
-        for i in range(6):
-            if (k + i) % 2:
-                r = st.get("/events/%d" % (1 + (k * 6 + i) % ct.SEED_ROWS),
-                           tok, timeout=10)
-            else:
-                r = st.post("/events", BENCH_BODY, tok, timeout=10)
-            with lock:
-                res.append(r.status)
-                if r.elapsed > 2:
-                    slow.append(round(r.elapsed, 2))
     for rnd in (1, 2):
-        del res[:], slow[:]
-        threads = [threading.Thread(target=client, args=(k,), daemon=True)
-                   for k in range(40)]
-        t0 = time.monotonic()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        bad = sorted(set(s for s in res if s not in (200, 201)))
+        res, dt = mixed_clients(st, 40, 6, 10)
+        bad = not_2xx(res)
+        slow = [round(r.elapsed, 2) for r in res if r.elapsed > 2]
         tap.ok(len(res) == 240 and not bad and not slow,
                "keep-conn on, round %d: 40 clients on %d workers, 240 "
                "requests all 2xx, none slower than 2 s (%.1fs)" % (
-                   rnd, POOL, time.monotonic() - t0),
+                   rnd, POOL, dt),
                "%d answers, other statuses %r, slow %r" % (len(res), bad,
                                                           slow[:10]))
     time.sleep(0.5)
