@@ -451,6 +451,17 @@ def check_pg_restart(st):
     tap.ok([x for x in dbok if x[3] > t_up],
            "pg restart: the load got 2xx again after the restart")
 
+    # Idle workers reconnect by themselves (the load above may have kept
+    # only a hot few busy): every worker's database state on the status
+    # page is "ok" again within 5 s.
+    def all_db_ok():
+        ps = (status_json(st, "full&json") or {}).get("processes", [])
+        return len(ps) == POOL and all(p.get("database") == "ok"
+                                       for p in ps)
+    t0 = time.monotonic()
+    tap.ok(ct.wait_for(all_db_ok, 5, 0.1), "pg restart: every worker's "
+           "database state is ok again, idle ones included (%.1fs after "
+           "the load recovered)" % (time.monotonic() - t0))
     # Every worker has its connection and prepared statements back: hold
     # one read and one write per worker in the database at once.
     waiting, res = held_requests(
@@ -785,8 +796,8 @@ class FastNginx(ct.Stack):
 
     worker_connections = 4096
 
-    def nginx_conf(self, upstream):
-        text = ct.Stack.nginx_conf(self, upstream)
+    def nginx_conf(self, upstream, keep_conn=0):
+        text = ct.Stack.nginx_conf(self, upstream, keep_conn)
         return text.replace("worker_connections 512;",
                             "worker_connections %d;" %
                             self.worker_connections)
