@@ -1,5 +1,7 @@
 /*
- * conn.c: the end of a request's FastCGI connection (see conn.h).
+ * conn.c: the end of a request's FastCGI connection (see conn.h). The one
+ * place, with http_client_fd(), that reads libfcgi's connection fields
+ * (ipcFd, keepConnection): Debian's libfcgi 2.4.2 keeps them there.
  */
 #include "conn.h"
 
@@ -72,17 +74,20 @@ conn_end_unkept(FCGX_Request *req, int fd)
 
 	FCGX_FFlush(req->out);		/* the body's records, if buffered */
 	conn_header(tail, FCGI_STDOUT, req->requestId, 0);
-	conn_header(tail + 8, FCGI_END_REQUEST, req->requestId,
+	conn_header(tail + FCGI_HEADER_LEN, FCGI_END_REQUEST, req->requestId,
 	    FCGI_HEADER_LEN);
-	memset(tail + 16, 0, FCGI_HEADER_LEN);	/* appStatus 0, reserved */
-	tail[20] = FCGI_REQUEST_COMPLETE;
-	conn_header(tail + 24, FCGI_STDERR, req->requestId, 0);
+	/* FCGI_EndRequestBody: appStatus 0, protocolStatus, reserved. */
+	memset(tail + 2 * FCGI_HEADER_LEN, 0, FCGI_HEADER_LEN);
+	tail[2 * FCGI_HEADER_LEN + 4] = FCGI_REQUEST_COMPLETE;
+	conn_header(tail + 3 * FCGI_HEADER_LEN, FCGI_STDERR, req->requestId, 0);
 	conn_write_all(fd, tail, sizeof(tail));
 }
 
 void
-conn_finish(FCGX_Request *req, int fd)
+conn_finish(FCGX_Request *req)
 {
+	int fd = req->ipcFd;
+
 	if (conn_drain(req, fd))
 		FCGX_Detach(req);	/* nothing unread: a plain close() */
 	if (!req->keepConnection) {

@@ -14,7 +14,7 @@
 #define CONN_DRAIN_WAIT_MS	500	/* for the rest of a stalled request */
 
 /*
- * Ends the request on its connection fd and closes the connection:
+ * Ends the request and closes its connection:
  *  - the rest of the request is read first (a GET's empty FCGI_STDIN
  *    record is already buffered), waiting at most CONN_DRAIN_WAIT_MS for
  *    a client that stops mid-request; with nothing left unread the close
@@ -28,6 +28,6 @@
  *    by an idle cached connection, and no request is ever written into
  *    a connection the worker is closing.
  */
-void conn_finish(FCGX_Request *req, int fd);
+void conn_finish(FCGX_Request *req);
 
 #endif

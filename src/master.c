@@ -111,7 +111,8 @@ master_load_config(struct config *cfg, struct auth *auth, const char *path,
 	int rc;
 
 	config_defaults(cfg);
-	if ((text = readfile(path, MASTER_MAX_CONFIG, &len, err, CONFIG_ERR_LEN)) == NULL)
+	if ((text = readfile(path, MASTER_MAX_CONFIG, &len, err,
+	    CONFIG_ERR_LEN)) == NULL)
 		return -1;
 	rc = config_parse(cfg, path, text, len, err);
 	free(text);

@@ -34,7 +34,8 @@ int master_load_config(struct config *cfg, struct auth *auth,
  * ls, keeps that many running, reloads on SIGHUP/SIGUSR2 (cfg and auth
  * are replaced by the new configuration and keys), and stops gracefully
  * (SIGTERM, SIGQUIT) or fast (SIGINT). Workers inherit the keys parsed
- * here (auth, taken over), so none parses them again. Removes socket files only if cfpm created them.
+ * here (auth, taken over), so none parses them again. Removes socket
+ * files only if cfpm created them.
  * Returns the process exit status (0 after a clean stop).
  */
 int master_run(struct config *cfg, struct auth *auth,

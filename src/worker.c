@@ -1,8 +1,9 @@
 /*
  * worker.c: a pool process (child of the master). One libpq connection,
- * the master's parsed keys, then a loop: wait in epoll for the shared listen
- * socket (one worker woken per connection, oldest idle first), accept
- * with FCGX_Accept_r, serve, and between requests act on signals.
+ * the master's parsed keys, then a loop: wait in epoll for the shared
+ * listen socket (one worker woken per connection, oldest idle first),
+ * accept with FCGX_Accept_r, serve, end the connection (conn.c), and
+ * between requests act on signals.
  */
 #include "worker.h"
 
@@ -122,26 +123,22 @@ worker_request_limit(const struct config *cfg)
 	return max + (unsigned long long)random() % (max / 10 + 1);
 }
 
-static int64_t
-worker_cpu_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /*
- * CPU time since the previous call: one clock read per request (it is a
- * system call, not a vDSO one). A request's figure thus includes the
- * wait and accept that led to it, which is CPU it cost all the same.
+ * Process CPU time since the previous call: one clock read per request
+ * (CLOCK_PROCESS_CPUTIME_ID is a system call, not a vDSO one). A
+ * request's figure thus includes the wait and accept that led to it,
+ * which is CPU it cost all the same.
  */
 static int64_t
 worker_cpu_since_last(void)
 {
 	static int64_t last;
-	int64_t now = worker_cpu_us(), d = last != 0 ? now - last : 0;
+	struct timespec ts;
+	int64_t now, d;
 
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	d = last != 0 ? now - last : 0;
 	last = now;
 	return d;
 }
@@ -373,7 +370,7 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 		}
 		worker_reopen_logs();
 		worker_serve(ctx, &req, sb, slot);
-		conn_finish(&req, req.ipcFd);
+		conn_finish(&req);
 		worker_between_requests(slot, limit);
 	}
 	slot->state = SB_EXITING;

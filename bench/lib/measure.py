@@ -20,7 +20,7 @@ import os
 import statistics
 import time
 
-from . import load, procfs
+from . import load, procfs, profile
 
 GATE_FACTOR = 1.15
 POLL_S = 0.05
@@ -210,7 +210,6 @@ def run_rep(ctx, cell, rep, expected_rps):
 def run_profile(ctx, cell, seconds, workdir):
     """Warm-up, then one window of seconds with perf sampling the cell's
     CPUs; returns the profile record (stages in µs per request)."""
-    from . import profile
     o = ctx.opts
     drive(ctx.gens, cell.cand.port, o.warmup)
     pids = set(cell.group.pids())

@@ -143,7 +143,7 @@ def user_stage(dso, comm):
 def stage(comm, frames):
     if not frames:
         return "unknown"
-    sym, dso = frames[0]
+    dso = frames[0][1]
     if dso == "[kernel.kallsyms]":
         return kernel_stage(frames)
     return user_stage(dso, comm)

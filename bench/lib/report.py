@@ -53,6 +53,10 @@ def _cell(rows, name, cores, pool):
     return None
 
 
+def _median(row, key):
+    return row[key]["median"] if row else None
+
+
 def _ratio(a, b):
     return a / b if a is not None and b else None
 
@@ -69,32 +73,33 @@ def targets(rows, refs):
     c = best.get("cfpm")
     if c is None:
         return []
-    med = lambda r, k: r[k]["median"] if r else None  # noqa: E731
     hello = _cell(rows, "hello", cores, c["pool"])
     v = next((r["us_per_verify"] for r in refs
               if r["name"] == "openssl-rsa2048-verify" and
               "failed" not in r), None)
-    f = med(hello, "cpu_us_per_req")
+    f = _median(hello, "cpu_us_per_req")
     out = []
     if f is not None and v is not None:
         limit = f + v + 20
-        got = med(c, "cpu_us_per_req")
-        out.append({"target": "CPU µs/req ≤ F + V + 20", "value": got,
+        got = _median(c, "cpu_us_per_req")
+        out.append({"target": "CPU µs/req ≤ F + V + 20", "unit": "µs",
+                    "value": got,
                     "limit": limit, "met": got is not None and
                     got <= limit, "detail": "F (hello, pool %d) %.1f + V "
                     "%.1f + 20 = %.1f" % (c["pool"], f, v, limit)})
     for peer, want in (("php-fpm", 3.0), ("go", 1.25)):
         p = best.get(peer)
-        r = _ratio(med(c, "throughput_rps"), med(p, "throughput_rps"))
+        r = _ratio(_median(c, "throughput_rps"), _median(p, "throughput_rps"))
         out.append({"target": "capacity ≥ %.2f× %s" % (want, peer),
+                    "unit": "×",
                     "value": r, "limit": want, "met": r is not None and
                     r >= want, "detail": "best pools: cfpm %d, %s %s" % (
                         c["pool"], peer, p["pool"] if p else "-")})
     p = best.get("go-nginx")
     if p is not None:
-        r = _ratio(med(c, "throughput_rps"), med(p, "throughput_rps"))
+        r = _ratio(_median(c, "throughput_rps"), _median(p, "throughput_rps"))
         out.append({"target": "capacity vs go-nginx (Go behind the same "
-                    "nginx; no target)", "value": r, "limit": None,
+                    "nginx; no target)", "unit": "×", "value": r, "limit": None,
                     "met": None, "detail": "best pools: cfpm %d, go-nginx "
                     "%d" % (c["pool"], p["pool"])})
     pools = [r for r in cand if r["candidate"] == "cfpm" and
@@ -102,8 +107,9 @@ def targets(rows, refs):
     if len(pools) > 1:
         lo = min(pools, key=lambda r: r["throughput_rps"]["median"])
         loss = 1 - lo["throughput_rps"]["median"] / \
-            med(c, "throughput_rps")
+            _median(c, "throughput_rps")
         out.append({"target": "worst pool within 15 % of the best",
+                    "unit": "%",
                     "value": loss, "limit": 0.15, "met": loss <= 0.15,
                     "detail": "worst pool %d" % lo["pool"]})
     big = max((r["pool"] for r in pools), default=None)
@@ -113,6 +119,7 @@ def targets(rows, refs):
     r = _ratio(a, b)
     if r is not None:
         out.append({"target": "RSS at pool %d ≤ 1/3 of PHP-FPM's" % big,
+                    "unit": "×",
                     "value": r, "limit": 1 / 3, "met": r <= 1 / 3,
                     "detail": "server processes %.0f vs %.0f MiB; with "
                     "their nginx %.0f vs %.0f MiB (%.2f)" % (
@@ -258,15 +265,19 @@ def _refs_md(summary):
     return "\n".join(out) + "\n" if out else "(none: --no-refs)\n"
 
 
+def _target_value(v, unit):
+    if v is None:
+        return "-"
+    return {"µs": "%.1f" % v, "%": "%.0f %%" % (100 * v)}.get(unit,
+                                                             "%.2f" % v)
+
+
 def _targets_md(ts):
     if not ts:
         return "(not enough cells measured)\n"
-    fmt = lambda t, v: ("%.1f" % v if "µs" in t else  # noqa: E731
-                        "%.0f %%" % (100 * v) if "within" in t else
-                        "%.2f" % v) if v is not None else "-"
     return _table(["target", "measured", "limit", "met", "how"],
-                  [[t["target"], fmt(t["target"], t["value"]),
-                    fmt(t["target"], t["limit"]),
+                  [[t["target"], _target_value(t["value"], t["unit"]),
+                    _target_value(t["limit"], t["unit"]),
                     "-" if t["met"] is None else "yes" if t["met"] else "no",
                     t["detail"]] for t in ts])
 

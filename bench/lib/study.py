@@ -16,13 +16,12 @@ study.py: the whole study, in order.
 import json
 import os
 import shutil
-import statistics
 import tempfile
 import time
 import traceback
 
 from . import (candidates, cgroup, contract, layout, load, measure, nginx,
-               pg, proc, profile, refs, report, versions)
+               pg, proc, profile, refs, report, stats, versions)
 
 TOKEN_POOL = 200
 LOG_TAIL_LINES = 200
@@ -297,15 +296,13 @@ class Study:
             else "-", rec["samples"]))
 
     def _best_pool(self, name, cores):
-        """The pool with the highest median rate of name at cores."""
-        by = {}
-        for r in self.records:
-            if r["kind"] == "point" and r["valid"] and \
-                    r["candidate"] == name and r["cores"] == cores:
-                by.setdefault(r["pool"], []).append(r["throughput_rps"])
-        if not by:
-            return None
-        return max(by, key=lambda p: statistics.median(by[p]))
+        """The pool with the highest median rate of name at cores (the
+        summary's own choice), or None."""
+        rows = stats.cell_rows([r for r in self.records
+                                if r["kind"] == "point"], {})
+        return next((b["pool"] for b in stats.best_pools(rows)
+                     if b["candidate"] == name and b["cores"] == cores),
+                    None)
 
     def run_profiles(self):
         """CPU per stage of cfpm at its best pool and of the hello-world
