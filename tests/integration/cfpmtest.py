@@ -776,6 +776,32 @@ def b64url(data):
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
+
+def workers_seen(c, seconds, interval=0.02):
+    """Every worker pid of cfpm c seen during the next seconds (a fork
+    loop shows as many more pids than the pool)."""
+    seen = set()
+    t_end = time.monotonic() + seconds
+    while time.monotonic() < t_end:
+        seen |= set(c.workers())
+        time.sleep(interval)
+    return seen
+
+
+def write_jwks(path, *keys):
+    """Writes one JWKS at path holding the keys of every Keys in keys (in
+    order), through a temporary file and a rename (a reload never reads a
+    half-written file). Returns path."""
+    merged = []
+    for k in keys:
+        with open(k.jwks) as f:
+            merged += json.load(f)["keys"]
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"keys": merged}, f)
+    os.rename(tmp, path)
+    return path
+
 class Keys:
     """An RSA key pair made by cfpm-token keygen (or openssl while the tool
     is not built): priv, pub (SPKI PEM), jwks paths."""

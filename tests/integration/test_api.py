@@ -703,13 +703,7 @@ def check_keys_and_policy(st):
     if not (os.path.exists(k1.jwks) and os.path.exists(k2.jwks)):
         tap.ok(False, "cfpm-token keygen writes jwks.json")
         return
-    with open(k1.jwks) as f:
-        j1 = json.load(f)
-    with open(k2.jwks) as f:
-        j2 = json.load(f)
-    both = os.path.join(st.dir, "jwks-both.json")
-    with open(both, "w") as f:
-        json.dump({"keys": j1["keys"] + j2["keys"]}, f)
+    both = ct.write_jwks(os.path.join(st.dir, "jwks-both.json"), k1, k2)
     st.start_cfpm({"auth.key_file": both, "auth.key_id": None})
     ok_body = {"sub": ct.SUBJECT, "scope": ct.SCOPE}
     c.expect(st.get("/auth", k1.mint(kid="bench-1")),

@@ -501,11 +501,7 @@ def check_pg_down_at_start(st):
     try:
         c = st.spawn_cfpm(write_conf(st), env={"NOTIFY_SOCKET": ns.path})
         st.cfpm = c
-        seen = set()
-        t_end = time.monotonic() + 3
-        while time.monotonic() < t_end:
-            seen |= set(c.workers())
-            time.sleep(0.02)
+        seen = ct.workers_seen(c, 3)
         tap.ok(c.alive(), "db down at start: master stays up")
         tap.cmp_ok(len(seen), "<=", POOL + 2, "db down at start: no fork "
                    "storm (%d worker pids in 3 s, pool %d)" %
@@ -1045,13 +1041,8 @@ def check_rotation(st):
     tap.diag("-- 6. key rotation: JWKS old+new, reload with new only")
     old = ct.Keys(os.path.join(st.dir, "rot-old"), kid="old")
     new = ct.Keys(os.path.join(st.dir, "rot-new"), kid="new")
-    with open(old.jwks) as f:
-        jo = json.load(f)
-    with open(new.jwks) as f:
-        jn = json.load(f)
-    keyfile = os.path.join(st.dir, "rotation-jwks.json")
-    with open(keyfile, "w") as f:
-        json.dump({"keys": jo["keys"] + jn["keys"]}, f)
+    keyfile = ct.write_jwks(os.path.join(st.dir, "rotation-jwks.json"), old,
+                            new)
     c = st.start_cfpm(conf=write_conf(st, {"auth.key_file": keyfile,
                                            "auth.key_id": None}))
     told = old.mint(kid="old")
@@ -1090,10 +1081,7 @@ def check_rotation(st):
         t.start()
     time.sleep(1.0)
     old_workers = set(c.workers())
-    tmp = keyfile + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"keys": jn["keys"]}, f)
-    os.rename(tmp, keyfile)
+    ct.write_jwks(keyfile, new)
     t_hup = time.monotonic()
     os.kill(c.pid, signal.SIGHUP)
     switched = ct.wait_for(

@@ -556,13 +556,7 @@ def kid_cases_jwks(st, chk, listener):
     """The kid cases again with a JWKS of two keys (bench-1, bench-2)."""
     k1 = st.keys
     k2 = ct.Keys(os.path.join(st.dir, "keys-b2"), kid="bench-2")
-    with open(k1.jwks) as f:
-        j1 = json.load(f)
-    with open(k2.jwks) as f:
-        j2 = json.load(f)
-    both = os.path.join(st.dir, "jwks-hostile.json")
-    with open(both, "w") as f:
-        json.dump({"keys": j1["keys"] + j2["keys"]}, f)
+    both = ct.write_jwks(os.path.join(st.dir, "jwks-hostile.json"), k1, k2)
     st.start_cfpm(hostile_settings(st, {"auth.key_file": both,
                                         "auth.key_id": None}))
     now = int(time.time())

@@ -270,14 +270,8 @@ def check_reload(st, c, errlog):
     workers, pool size from -n kept, no request dropped under load."""
     tap = st.tap
     k2 = ct.Keys(os.path.join(st.dir, "keys2"), kid="bench-2")
-    import json
-    with open(st.keys.jwks) as f:
-        j1 = json.load(f)
-    with open(k2.jwks) as f:
-        j2 = json.load(f)
-    both = os.path.join(st.dir, "jwks-both.json")
-    with open(both, "w") as f:
-        json.dump({"keys": j1["keys"] + j2["keys"]}, f)
+    both = ct.write_jwks(os.path.join(st.dir, "jwks-both.json"), st.keys,
+                         k2)
     tok2 = k2.mint(kid="bench-2")
     tap.is_(st.get("/auth", tok2).status, 401,
             "before reload: a token of the second key is refused")
@@ -508,26 +502,25 @@ def check_graceful_stop(st, c):
     stopped_cleanly(tap, st, c, rc, workers, "SIGTERM")
 
 
-def check_sigterm_idle(st):
-    tap = st.tap
+def check_idle_stop(st, sig, bound, desc, what, want_rc=0):
+    """An idle pool stopped by sig exits within bound seconds, cleanly."""
     c = st.start_cfpm(n=POOL)
     workers = c.workers()
     t0 = time.monotonic()
-    rc = st.stop_cfpm(c, signal.SIGTERM, timeout=10)
+    rc = st.stop_cfpm(c, sig, timeout=10)
     dt = time.monotonic() - t0
-    tap.ok(dt < 5, "SIGTERM on an idle pool: exit within 5 s (%.2fs)" % dt)
-    stopped_cleanly(tap, st, c, rc, workers, "SIGTERM idle")
+    st.tap.ok(dt < bound, "%s (%.2fs)" % (desc, dt))
+    stopped_cleanly(st.tap, st, c, rc, workers, what, want_rc=want_rc)
+
+
+def check_sigterm_idle(st):
+    check_idle_stop(st, signal.SIGTERM, 5, "SIGTERM on an idle pool: exit "
+                    "within 5 s", "SIGTERM idle")
 
 
 def check_sigint(st):
-    tap = st.tap
-    c = st.start_cfpm(n=POOL)
-    workers = c.workers()
-    t0 = time.monotonic()
-    rc = st.stop_cfpm(c, signal.SIGINT, timeout=10)
-    dt = time.monotonic() - t0
-    tap.ok(dt < 3, "SIGINT: fast stop within 3 s (%.2fs)" % dt)
-    stopped_cleanly(tap, st, c, rc, workers, "SIGINT", want_rc=None)
+    check_idle_stop(st, signal.SIGINT, 3, "SIGINT: fast stop within 3 s",
+                    "SIGINT", want_rc=None)
 
 
 def check_stale_socket(st):
@@ -684,11 +677,7 @@ def check_cold_start_db_down(st):
     st.pg.stop("fast")
     c = st.spawn_cfpm(st.write_config(), n=POOL)
     st.cfpm = c
-    seen = set()
-    t_end = time.monotonic() + 3
-    while time.monotonic() < t_end:
-        seen |= set(c.workers())
-        time.sleep(0.05)
+    seen = ct.workers_seen(c, 3)
     tap.ok(c.alive() and len(seen) <= 2 * POOL,
            "DB down at start: master alive, no fork loop (%d worker pids "
            "in 3 s)" % len(seen), "alive %s, pids %r" % (c.alive(),
