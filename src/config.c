@@ -186,6 +186,8 @@ static const struct config_directive config_directives[] = {
 	CFG_SECONDS("request_terminate_timeout", request_terminate_timeout),
 	CFG_SECONDS("request_slowlog_timeout", request_slowlog_timeout),
 	CFG_SECONDS("process_control_timeout", process_control_timeout),
+	{ "request_read_timeout", cfg_set_seconds,
+	    CFG_FIELD(request_read_timeout), 1, 3600, NULL },
 	CFG_STRING("pm.status_listen", status_listen),
 	CFG_STRING("pm.status_path", status_path),
 	CFG_STRING("ping.path", ping_path),
@@ -214,6 +216,7 @@ config_defaults(struct config *cfg)
 	cfg->listen_mode = 0660;
 	cfg->max_children = 8;
 	cfg->process_control_timeout = 10;
+	cfg->request_read_timeout = 10;
 	snprintf(cfg->ping_response, sizeof(cfg->ping_response), "pong");
 	snprintf(cfg->error_log, sizeof(cfg->error_log), "stderr");
 	snprintf(cfg->access_format, sizeof(cfg->access_format), "%s",

@@ -48,6 +48,8 @@ struct config {
 	int		request_terminate_timeout;	/* seconds, 0 = off */
 	int		request_slowlog_timeout;	/* seconds, 0 = off */
 	int		process_control_timeout;	/* seconds for graceful stop */
+	int		request_read_timeout;	/* seconds from accept to the
+						   request's last byte */
 
 	/* operational endpoints */
 	char		status_path[CONFIG_MAX_VALUE];	/* pm.status_path, "" = off */

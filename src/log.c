@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 #define LOG_MAX_LINE	2048
 
 static enum config_log_level log_level = CONFIG_LOG_NOTICE;
@@ -117,11 +119,47 @@ name(const char *fmt, ...)				\
 	va_end(ap);					\
 }
 
+static void __attribute__((format(printf, 2, 3)))
+log_write(enum config_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vwrite(level, fmt, ap);
+	va_end(ap);
+}
+
 LOG_FUNC(log_err, CONFIG_LOG_ERROR)
 LOG_FUNC(log_warn, CONFIG_LOG_WARNING)
 LOG_FUNC(log_notice, CONFIG_LOG_NOTICE)
 LOG_FUNC(log_info, CONFIG_LOG_INFO)
 LOG_FUNC(log_debug, CONFIG_LOG_DEBUG)
+
+void
+log_flood(struct log_flood *f, enum config_log_level level, const char *fmt,
+    ...)
+{
+	char msg[LOG_MAX_LINE];
+	int64_t now = clock_now_us();
+	va_list ap;
+
+	if (level > log_level)
+		return;
+	if (now < f->next_us) {
+		f->suppressed++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (f->suppressed > 0)
+		log_write(level, "%s (and %lu more since the last report)",
+		    msg, f->suppressed);
+	else
+		log_write(level, "%s", msg);
+	f->suppressed = 0;
+	f->next_us = now + LOG_FLOOD_INTERVAL_US;
+}
 
 void
 fatal(const char *fmt, ...)

@@ -8,6 +8,7 @@
 #define CFPM_LOG_H
 
 #include <stdarg.h>
+#include <stdint.h>
 
 #include "config.h"
 
@@ -29,6 +30,21 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * A condition that can repeat per request (a stalled client, a refused
+ * record, a failing database): the first occurrence is logged, later ones
+ * within LOG_FLOOD_INTERVAL_US are counted, and the next line written
+ * says how many were left out. One struct per condition, zeroed to start;
+ * per process. Keeps journald's rate limit from dropping other messages.
+ */
+#define LOG_FLOOD_INTERVAL_US	(10 * 1000000)
+struct log_flood {
+	int64_t		next_us;	/* earliest time for the next line */
+	unsigned long	suppressed;	/* occurrences not logged since */
+};
+void log_flood(struct log_flood *f, enum config_log_level level,
+    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Logs at error level and exits 1: startup failures only. */
 void fatal(const char *fmt, ...)
