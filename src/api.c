@@ -153,6 +153,12 @@ api_db_error(struct api_ctx *ctx, struct http_request *r, enum db_status st)
 		log_warn("database unavailable: %s", db_last_error(ctx->db));
 		return api_error(r, 503, "unavailable", NULL);
 	}
+	if (st == DB_INVALID) {
+		/* A backstop: the body checks should have refused it. */
+		log_info("database refused the values: %s",
+		    db_last_error(ctx->db));
+		return api_error(r, 400, "invalid_request", NULL);
+	}
 	log_err("database error: %s", db_last_error(ctx->db));
 	return api_error(r, 500, "server_error", NULL);
 }

@@ -236,6 +236,9 @@ db_failure(struct db *db, PGresult *res, const char *what)
 	if (state != NULL && strcmp(state, "57014") == 0 &&
 	    PQstatus(db->conn) == CONNECTION_OK)
 		return DB_CANCELED;	/* query_canceled: the link is fine */
+	if (state != NULL && strncmp(state, "22", 2) == 0 &&
+	    PQstatus(db->conn) == CONNECTION_OK)
+		return DB_INVALID;	/* data exception: the values' fault */
 	if (PQstatus(db->conn) != CONNECTION_OK || state == NULL ||
 	    strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0 ||
 	    strncmp(state, "53", 2) == 0) {

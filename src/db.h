@@ -20,6 +20,9 @@ enum db_status {
 	DB_UNAVAILABLE,		/* no usable connection: 503 */
 	DB_ERROR,		/* the statement failed: 500 */
 	DB_CANCELED,		/* cancelled by request_terminate_timeout */
+	DB_INVALID,		/* the server refused the values (SQLSTATE
+				   class 22, data exception): nothing was
+				   stored, the request is at fault: 400 */
 };
 
 struct db;
