@@ -1,8 +1,16 @@
 /*
- * conn.h: how a worker ends a request's FastCGI connection (worker).
- * libfcgi's own end is a lingering close, and with nginx's
- * fastcgi_keep_conn it keeps the connection and later blocks on it; a
- * prefork worker can afford neither. conn_finish() replaces
+ * conn.h: a request's FastCGI connection in a worker, from accept to
+ * close (worker).
+ *
+ * libfcgi reads a request with blocking reads and no deadline, handles
+ * management records with a stack buffer it can overflow, ends with a
+ * lingering close, and with nginx's fastcgi_keep_conn keeps the
+ * connection and later blocks on it: a prefork worker can afford none of
+ * that. So the worker accepts itself, waits (at most request_read_timeout
+ * from the accept) until the whole request is in the socket's buffer,
+ * has fcgi_scan() check it, answers management records itself, and only
+ * then lets libfcgi parse it: none of libfcgi's reads can then block, and
+ * none sees a byte that was not checked. conn_finish() replaces
  * FCGX_Finish_r() for every request.
  */
 #ifndef CFPM_CONN_H
@@ -10,16 +18,39 @@
 
 #include <fcgiapp.h>
 
-#define CONN_DRAIN_MAX		(64 * 1024)	/* unread body read at the end */
-#define CONN_DRAIN_WAIT_MS	500	/* for the rest of a stalled request */
+#define CONN_LINGER_MS		1000	/* after refusing an oversized request */
+#define CONN_LINGER_MAX		(1024 * 1024)	/* bytes read and dropped */
+
+struct conn_policy {
+	int		read_timeout_ms;	/* accept to the request's last
+						   byte; also bounds each write */
+	unsigned	max_conns;		/* FCGI_MAX_CONNS we announce */
+};
+
+/*
+ * Accepts one connection from the (non-blocking) listen socket. Returns
+ * its descriptor (blocking, close-on-exec), or -1 with errno (EAGAIN:
+ * another worker was quicker).
+ */
+int conn_accept(int listen_fd);
+
+/*
+ * Waits for fd's whole request, checks it and hands it to libfcgi.
+ * Returns 1 when req holds the request (serve it, then conn_finish), or
+ * 0 when the connection was dealt with and closed without one: a client
+ * that stalled past the deadline or closed early, a protocol violation
+ * (logged, at most once per LOG_FLOOD_INTERVAL_US), management records
+ * only, or a request over the FCGI_MAX_* limits (answered 413 or 400).
+ * req must have been set up with FCGX_InitRequest() and a listen socket
+ * of -1: libfcgi never accepts anything itself.
+ */
+int conn_read_request(int fd, FCGX_Request *req, const struct conn_policy *pol);
 
 /*
  * Ends the request and closes its connection:
- *  - the rest of the request is read first (a GET's empty FCGI_STDIN
- *    record is already buffered), waiting at most CONN_DRAIN_WAIT_MS for
- *    a client that stops mid-request; with nothing left unread the close
- *    is immediate, without libfcgi's shutdown-and-wait (a body larger
- *    than CONN_DRAIN_MAX keeps it, so a reset never races a response);
+ *  - the rest of the request's body is read first (it is all buffered:
+ *    conn_read_request saw it), so the close is immediate, without
+ *    libfcgi's shutdown-and-wait, and never resets a response;
  *  - if nginx asked to keep the connection (FCGI_KEEP_CONN), the end of
  *    the response is followed, in the same write, by an empty
  *    FCGI_STDERR record: nginx keeps an upstream connection only when

@@ -109,18 +109,28 @@ http_reason(int status)
 }
 
 int
-http_reply(struct http_request *r, int status, const char *content_type,
-    const char *extra_headers, const char *body, size_t len)
+http_head(char *buf, size_t cap, int status, const char *content_type,
+    size_t len, const char *extra_headers)
 {
-	char head[256 + HTTP_MAX_REPLY_HEADERS];
 	int n;
 
-	r->status = status;
-	n = snprintf(head, sizeof(head),
+	n = snprintf(buf, cap,
 	    "Status: %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 	    "%s\r\n", status, http_reason(status), content_type, len,
 	    extra_headers ? extra_headers : "");
-	if (n < 0 || (size_t)n >= sizeof(head))
+	return n < 0 || (size_t)n >= cap ? -1 : n;
+}
+
+int
+http_reply(struct http_request *r, int status, const char *content_type,
+    const char *extra_headers, const char *body, size_t len)
+{
+	char head[HTTP_MAX_HEAD];
+	int n;
+
+	r->status = status;
+	if ((n = http_head(head, sizeof(head), status, content_type, len,
+	    extra_headers)) == -1)
 		return -1;
 	if (FCGX_PutStr(head, n, r->fcgx->out) != n ||
 	    (len > 0 && FCGX_PutStr(body, (int)len, r->fcgx->out) != (int)len))

@@ -10,6 +10,7 @@
 
 #define HTTP_MAX_BODY		(64 * 1024)	/* request body limit */
 #define HTTP_MAX_REPLY_HEADERS	512		/* extra header bytes */
+#define HTTP_MAX_HEAD		(256 + HTTP_MAX_REPLY_HEADERS)	/* a head */
 
 struct FCGX_Request;
 
@@ -55,6 +56,15 @@ enum http_body_result http_read_body(struct http_request *r, char *buf,
  */
 int http_reply(struct http_request *r, int status, const char *content_type,
     const char *extra_headers, const char *body, size_t len);
+
+/*
+ * Formats a CGI response head into buf (cap bytes): Status line,
+ * Content-Type, Content-Length len, the optional extra header lines (each
+ * ending in "\r\n") and the blank line. Returns its length, or -1 if it
+ * does not fit. PURE: the master's status server uses it too.
+ */
+int http_head(char *buf, size_t cap, int status, const char *content_type,
+    size_t len, const char *extra_headers);
 
 /* The descriptor of the request's FastCGI connection (for poll), or -1. */
 int http_client_fd(const struct http_request *r);

@@ -193,7 +193,7 @@ master_spawn(struct master *m)
 	args.sb = m->sb;
 	args.slot = idx;
 	args.master = getpid();
-	args.close_fd = m->admin ? admin_fd(m->admin) : -1;
+	args.close_fd = -1;
 	switch ((pid = fork())) {
 	case -1:
 		log_err("%s: fork() failed: %s", __func__, strerror(errno));
@@ -201,6 +201,8 @@ master_spawn(struct master *m)
 		return -1;
 	case 0:
 		slot->pid = getpid();
+		if (m->admin != NULL)
+			admin_forget(m->admin);	/* the master's, not ours */
 		worker_main(&args);
 	}
 	slot->pid = pid;
@@ -582,19 +584,23 @@ master_fill_status(struct status_view *v, void *arg)
 static void
 master_wait(struct master *m, const sigset_t *waitmask)
 {
-	struct pollfd pfd = { .fd = -1, .events = POLLIN };
-	int ms = master_timeout_ms(m), n;
+	struct pollfd pfd[ADMIN_POLL_FDS];
+	int ms = master_timeout_ms(m), n, nfds = 0, t;
 	struct timespec ts;
 
+	if (m->admin != NULL) {
+		nfds = ADMIN_POLL_FDS;
+		if ((t = admin_poll_fds(m->admin, pfd)) >= 0 && t < ms)
+			ms = t;
+	}
 	ts.tv_sec = ms / 1000;
 	ts.tv_nsec = (long)(ms % 1000) * 1000000;
-	if (m->admin != NULL)
-		pfd.fd = admin_fd(m->admin);
-	n = ppoll(&pfd, 1, &ts, waitmask);
+	n = ppoll(pfd, (nfds_t)nfds, &ts, waitmask);
 	if (n == -1 && errno != EINTR)
 		log_err("%s: ppoll() failed: %s", __func__, strerror(errno));
-	if (n > 0 && (pfd.revents & POLLIN))
-		admin_serve(m->admin, m->cfg, master_fill_status, m);
+	/* Deadlines run out with or without events. */
+	if (m->admin != NULL && n >= 0)
+		admin_process(m->admin, pfd, m->cfg, master_fill_status, m);
 }
 
 static void

@@ -16,7 +16,6 @@
 #define MASTER_QUICK_DEATH_MS	1000	/* a worker dying sooner backs off */
 #define MASTER_FAST_STOP_MS	2000	/* SIGINT: then SIGKILL */
 #define MASTER_TERMINATE_GRACE_MS 2000	/* after the cancel, then SIGKILL */
-#define MASTER_STATUS_IO_MS	1000	/* one status request, at most */
 #define MASTER_MAX_CONFIG	(1024 * 1024)	/* config file size limit */
 
 /*

@@ -2,8 +2,9 @@
  * worker.c: a pool process (child of the master). One libpq connection,
  * the master's parsed keys, then a loop: wait in epoll for the shared
  * listen socket (one worker woken per connection, oldest idle first),
- * accept with FCGX_Accept_r, serve, end the connection (conn.c), and
- * between requests act on signals.
+ * accept, read and check the whole request within request_read_timeout
+ * (conn.c), serve it, end the connection, and between requests act on
+ * signals.
  */
 #include "worker.h"
 
@@ -40,8 +41,7 @@ static sigset_t worker_waitmask;	/* what epoll_pwait lets through */
 /*
  * SIGTERM, SIGQUIT, SIGUSR1 and SIGUSR2 are blocked except while the
  * worker waits in epoll_pwait(), so they never interrupt a request or
- * libfcgi's accept path (its select() after accept() would drop the new
- * connection on EINTR). Graceful stop, log reopening and the master's
+ * the reading of one. Graceful stop, log reopening and the master's
  * pokes therefore all take effect between requests.
  */
 static const int worker_deferred[] = { SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2 };
@@ -338,13 +338,27 @@ worker_wait_conn(struct db *db, int listen_fd, struct sb_slot *slot)
 	return conn || n <= 0;
 }
 
+/* accept4 errors that concern one connection, not the socket. */
+static int
+worker_accept_transient(int err)
+{
+	return err == EAGAIN || err == EINTR || err == ECONNABORTED ||
+	    err == EPROTO || err == EPERM || err == ENOBUFS || err == ENOMEM;
+}
+
 static void
 worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
     struct sb_slot *slot, unsigned long long limit)
 {
+	struct conn_policy pol;
 	FCGX_Request req;
+	int fd;
 
-	if (FCGX_Init() != 0 || FCGX_InitRequest(&req, listen_fd, 0) != 0) {
+	pol.read_timeout_ms = ctx->cfg->request_read_timeout * 1000;
+	pol.max_conns = (unsigned)ctx->cfg->max_children;
+	/* No listen socket: libfcgi never accepts, conn.c hands it each
+	 * request once it has checked it. */
+	if (FCGX_Init() != 0 || FCGX_InitRequest(&req, -1, 0) != 0) {
 		log_err("%s: libfcgi initialisation failed", __func__);
 		return;
 	}
@@ -357,18 +371,18 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 		slot->state = SB_IDLE;
 		if (!worker_wait_conn(ctx->db, listen_fd, slot))
 			continue;
-		if (FCGX_Accept_r(&req) < 0) {
-			if (worker_stop)
-				break;
+		if ((fd = conn_accept(listen_fd)) == -1) {
 			/* Another worker was quicker: EAGAIN, wait again. */
-			if (errno == EINTR || errno == ECONNABORTED ||
-			    errno == EAGAIN)
+			if (worker_accept_transient(errno))
 				continue;
 			log_err("%s: accept failed: %s", __func__,
 			    strerror(errno));
 			break;
 		}
+		slot->state = SB_READING;
 		worker_reopen_logs();
+		if (!conn_read_request(fd, &req, &pol))
+			continue;
 		worker_serve(ctx, &req, sb, slot);
 		conn_finish(&req);
 		worker_between_requests(slot, limit);

@@ -1,0 +1,113 @@
+/*
+ * fcgi.h: FastCGI records at cfpm's trust boundary (PURE; worker and
+ * master).
+ *
+ * Any local user who can reach a socket can send any bytes. Debian's
+ * libfcgi 2.4.2 overflows a stack buffer on a repeated FCGI_GET_VALUES
+ * name and reads a request's parameters with no deadline, so no byte of a
+ * connection reaches it before this module has seen the whole request and
+ * found it well formed. The master's status socket does not use libfcgi
+ * at all: it reads, checks and answers with the functions below.
+ *
+ * What a well-formed request is here (nginx sends exactly this): one
+ * FCGI_BEGIN_REQUEST (role responder, request id not 0), FCGI_PARAMS
+ * records up to the empty one, whose name-value pairs are well formed,
+ * then FCGI_STDIN records up to the empty one; every record version 1
+ * with the same request id. Management records (request id 0) may come
+ * before the request and are answered here; anywhere else, or another
+ * request id (multiplexing), another record type or order, is a
+ * violation: the connection is closed.
+ */
+#ifndef CFPM_FCGI_H
+#define CFPM_FCGI_H
+
+#include <stddef.h>
+
+#define FCGI_HEADER_SIZE	8		/* every record's header */
+#define FCGI_MAX_CONTENT	65535		/* one record's content */
+#define FCGI_MAX_PARAMS		(64 * 1024)	/* name-value bytes */
+#define FCGI_MAX_STDIN		(128 * 1024)	/* body bytes; the API's own
+						   limit is lower */
+/* A request's raw bytes, headers and padding included. */
+#define FCGI_MAX_REQUEST	(FCGI_MAX_PARAMS + FCGI_MAX_STDIN + 16 * 1024)
+#define FCGI_MAX_MGMT_REPLY	128		/* a management answer */
+#define FCGI_MAX_REFUSAL	256		/* fcgi_refusal()'s answer */
+#define FCGI_MAX_MGMT_RECORDS	16		/* answered per connection */
+/* Largest record a scan may have to see whole. */
+#define FCGI_MAX_RECORD		(FCGI_HEADER_SIZE + FCGI_MAX_CONTENT + 255)
+
+enum fcgi_scan_status {
+	FCGI_SCAN_PARTIAL = 0,	/* well formed so far: wait for more */
+	FCGI_SCAN_REQUEST,	/* one whole request in the first len bytes */
+	FCGI_SCAN_MANAGEMENT,	/* one whole management record comes first */
+	FCGI_SCAN_TOO_LARGE,	/* past an FCGI_MAX_* limit (why says which) */
+	FCGI_SCAN_INVALID,	/* a protocol violation (why says which) */
+};
+
+struct fcgi_scan {
+	enum fcgi_scan_status	 status;
+	size_t			 len;		/* REQUEST, MANAGEMENT: bytes */
+	unsigned		 id;		/* request id, 0 before BEGIN */
+	int			 keep_conn;	/* FCGI_KEEP_CONN was asked */
+	size_t			 params_len;	/* name-value bytes seen */
+	size_t			 stdin_len;	/* body bytes seen */
+	int			 body_too_large; /* TOO_LARGE: the body's fault */
+	const char		*why;		/* static text, or NULL */
+};
+
+/*
+ * Looks at the first n bytes a client sent on a connection (re-scan from
+ * the start whenever more arrive) and fills s. Never reads past n.
+ */
+void fcgi_scan(const unsigned char *p, size_t n, struct fcgi_scan *s);
+
+/*
+ * The answer to the management record rec (len bytes, as fcgi_scan found
+ * it): FCGI_GET_VALUES_RESULT with FCGI_MAX_CONNS and FCGI_MAX_REQS set
+ * to max_conns and FCGI_MPXS_CONNS 0, each at most once and only if
+ * asked; FCGI_UNKNOWN_TYPE for any other type. Writes at most
+ * FCGI_MAX_MGMT_REPLY bytes to out. Returns the length, or 0 if the
+ * record's name-value pairs are malformed (close the connection).
+ */
+size_t fcgi_management_reply(const unsigned char *rec, size_t len,
+    unsigned max_conns, unsigned char *out);
+
+/*
+ * Copies the name-value bytes of the request that fcgi_scan found whole
+ * in p (s->status FCGI_SCAN_REQUEST) to out, which has room for
+ * s->params_len bytes. Returns s->params_len.
+ */
+size_t fcgi_params_copy(const unsigned char *p, const struct fcgi_scan *s,
+    unsigned char *out);
+
+/*
+ * Looks name up in well-formed name-value bytes (fcgi_params_copy).
+ * Returns the value (not NUL-terminated) and sets *vlen, or NULL.
+ */
+const unsigned char *fcgi_param(const unsigned char *params, size_t len,
+    const char *name, size_t *vlen);
+
+/* Writes a record header (content length len, no padding) at h. */
+void fcgi_header(unsigned char *h, int type, unsigned id, size_t len);
+
+/* Bytes fcgi_reply() needs for a len-byte response. */
+size_t fcgi_reply_size(size_t len);
+
+/*
+ * Frames a CGI response, head (hlen bytes) then body (blen bytes, body
+ * may be NULL when blen is 0), as FCGI_STDOUT records of request id, the
+ * empty FCGI_STDOUT and FCGI_END_REQUEST (complete, status 0). out has
+ * fcgi_reply_size(hlen + blen) bytes. Returns the number written.
+ */
+size_t fcgi_reply(unsigned id, const char *head, size_t hlen,
+    const char *body, size_t blen, unsigned char *out);
+
+/*
+ * The answer to a request over the FCGI_MAX_* limits (s->status
+ * FCGI_SCAN_TOO_LARGE, s->id known): 413 payload_too_large for a body,
+ * 400 invalid_request for parameters, as whole FastCGI records. out has
+ * FCGI_MAX_REFUSAL bytes. Returns the length.
+ */
+size_t fcgi_refusal(const struct fcgi_scan *s, unsigned char *out);
+
+#endif
