@@ -30,6 +30,14 @@ static struct log_flood conn_flood_stall, conn_flood_invalid,
     conn_flood_early, conn_flood_large;
 
 int
+conn_init(void)
+{
+	if (conn_epfd == -1)
+		conn_epfd = epoll_create1(EPOLL_CLOEXEC);
+	return conn_epfd == -1 ? -1 : 0;
+}
+
+int
 conn_accept(int listen_fd)
 {
 	return accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -117,9 +125,6 @@ conn_wait(int fd, int *watched, int64_t deadline_us)
 		memset(&ev, 0, sizeof(ev));
 		ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
 		ev.data.fd = fd;
-		if (conn_epfd == -1 &&
-		    (conn_epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
-			return -1;
 		if (epoll_ctl(conn_epfd, EPOLL_CTL_ADD, fd, &ev) == -1)
 			return -1;
 		*watched = 1;

@@ -27,6 +27,9 @@ struct conn_policy {
 	unsigned	max_conns;		/* FCGI_MAX_CONNS we announce */
 };
 
+/* Per-process setup (the wait set for unfinished requests): 0 or -1. */
+int conn_init(void);
+
 /*
  * Accepts one connection from the (non-blocking) listen socket. Returns
  * its descriptor (blocking, close-on-exec), or -1 with errno (EAGAIN:

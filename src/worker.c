@@ -364,6 +364,10 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 	}
 	if (worker_epoll_init(listen_fd) == -1)
 		return;
+	if (conn_init() == -1) {
+		log_err("%s: epoll: %s", __func__, strerror(errno));
+		return;
+	}
 	slot->state = SB_IDLE;
 	(void)worker_cpu_since_last();	/* the first request counts from here */
 	worker_kick_master();		/* ready: a replacement may retire one */

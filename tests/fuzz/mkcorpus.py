@@ -302,7 +302,66 @@ def config_seeds():
         write("config", k, v)
 
 
+def fcgi_record(rtype, content=b"", req_id=1, pad=0):
+    return (bytes([1, rtype, req_id >> 8, req_id & 255, len(content) >> 8,
+                   len(content) & 255, pad, 0]) + content + b"\0" * pad)
+
+
+def fcgi_pair(name, value):
+    out = b""
+    for n in (len(name), len(value)):
+        out += bytes([n]) if n < 128 else (0x80000000 | n).to_bytes(4, "big")
+    return out + name + value
+
+
+def fcgi_request(params, body=b"", req_id=1, flags=0, chunk=65535):
+    p = b"".join(fcgi_pair(k.encode(), v.encode()) for k, v in params)
+    out = fcgi_record(1, bytes([0, 1, flags, 0, 0, 0, 0, 0]), req_id)
+    for i in range(0, len(p), chunk):
+        out += fcgi_record(4, p[i:i + chunk], req_id, i % 8)
+    out += fcgi_record(4, b"", req_id)
+    for i in range(0, len(body), 65535):
+        out += fcgi_record(5, body[i:i + 65535], req_id)
+    return out + fcgi_record(5, b"", req_id)
+
+
+def fcgi_seeds():
+    """Record streams as nginx sends them, and the attacks on libfcgi."""
+    get = [("REQUEST_METHOD", "GET"), ("REQUEST_URI", "/events/42"),
+           ("SCRIPT_NAME", "/events/42"), ("QUERY_STRING", ""),
+           ("HTTP_AUTHORIZATION", "Bearer x.y.z")]
+    post = [("REQUEST_METHOD", "POST"), ("REQUEST_URI", "/events"),
+            ("CONTENT_TYPE", "application/json"), ("CONTENT_LENGTH", "25")]
+    body = b'{"kind":"a","payload":{}}'
+    overflow = fcgi_pair(b"FCGI_MAX_CONNS", b"") * 40
+    seeds = {
+        "get": fcgi_request(get),
+        "get-keepconn": fcgi_request(get, flags=1),
+        "get-split-params": fcgi_request(get, chunk=7),
+        "post": fcgi_request(post, body),
+        "status-json-full": fcgi_request(
+            [("REQUEST_METHOD", "GET"), ("SCRIPT_NAME", "/status"),
+             ("REQUEST_URI", "/status?json&full"),
+             ("QUERY_STRING", "json&full")]),
+        "get-values-overflow": fcgi_record(9, overflow, 0),
+        "get-values-then-get": (fcgi_record(9, fcgi_pair(
+            b"FCGI_MPXS_CONNS", b"") + fcgi_pair(b"FCGI_MAX_REQS", b""), 0)
+            + fcgi_request(get)),
+        "unknown-management": fcgi_record(42, b"abc", 0, 5),
+        "management-inside": (fcgi_request(get)[:16]
+                              + fcgi_record(9, overflow, 0)),
+        "two-ids": fcgi_request(get, req_id=1)[:-16] + fcgi_request(
+            get, req_id=2),
+        "long-value": fcgi_request([("REQUEST_URI", "/" + "u" * 300)]),
+        "no-stdin-end": fcgi_request(get)[:-8],
+        "authorizer": fcgi_record(1, bytes([0, 2, 0, 0, 0, 0, 0, 0])),
+    }
+    for k, v in seeds.items():
+        write("fcgi", k, v)
+
+
 def main():
+    fcgi_seeds()
     jwt_seeds()
     base64url_seeds()
     body_seeds()

@@ -1,0 +1,78 @@
+/*
+ * fuzz_fcgi.c: libFuzzer target for the FastCGI record scanner
+ * (src/fcgi.c): fcgi_scan() on every prefix length the input's first
+ * byte picks and on the whole input, fcgi_management_reply() on what it
+ * calls management, fcgi_params_copy()/fcgi_param() on what it calls a
+ * request. The bytes are in a copy that ends right before an unmapped
+ * page, so a read past the end faults.
+ *
+ * Invariants (abort() if broken): a verdict's length never exceeds the
+ * bytes given; a REQUEST's sizes are within FCGI_MAX_PARAMS and
+ * FCGI_MAX_STDIN and its id is not 0; a management answer fits in
+ * FCGI_MAX_MGMT_REPLY; a prefix of a REQUEST or MANAGEMENT input is
+ * PARTIAL or the same verdict (a verdict never depends on bytes after the
+ * end it reports); copied parameters have the length the scan counted
+ * and every lookup returns a value inside them.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fcgi.h"
+#include "fuzz.h"
+
+static void
+check_request(const unsigned char *p, const struct fcgi_scan *s)
+{
+	static const char *const names[] = { "REQUEST_METHOD", "REQUEST_URI",
+	    "SCRIPT_NAME", "QUERY_STRING", "" };
+	unsigned char *params;
+	const unsigned char *v;
+	size_t n, vlen, i;
+
+	if (s->id == 0 || s->params_len > FCGI_MAX_PARAMS ||
+	    s->stdin_len > FCGI_MAX_STDIN)
+		abort();
+	if ((params = malloc(s->params_len + 1)) == NULL)
+		abort();
+	if ((n = fcgi_params_copy(p, s, params)) != s->params_len)
+		abort();
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		v = fcgi_param(params, n, names[i], &vlen);
+		if (v != NULL && (v < params || v + vlen > params + n))
+			abort();
+	}
+	free(params);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	unsigned char reply[FCGI_MAX_MGMT_REPLY];
+	struct fcgi_scan s, t;
+	struct fuzz_guard g;
+	const unsigned char *p;
+	size_t cut;
+
+	p = (const unsigned char *)fuzz_guard_copy(data, size, &g);
+	fcgi_scan(p, size, &s);
+	if (s.len > size)
+		abort();
+	if (s.status == FCGI_SCAN_MANAGEMENT &&
+	    fcgi_management_reply(p, s.len, 64, reply) > FCGI_MAX_MGMT_REPLY)
+		abort();
+	if (s.status == FCGI_SCAN_REQUEST)
+		check_request(p, &s);
+	if (s.status == FCGI_SCAN_REQUEST || s.status == FCGI_SCAN_MANAGEMENT) {
+		/* The verdict stands on its own bytes. */
+		fcgi_scan(p, s.len, &t);
+		if (t.status != s.status || t.len != s.len)
+			abort();
+		cut = size > 0 ? p[0] % s.len : 0;
+		fcgi_scan(p, cut, &t);
+		if (t.status != FCGI_SCAN_PARTIAL && t.status != s.status)
+			abort();
+	}
+	fuzz_guard_free(&g);
+	return 0;
+}

@@ -1,0 +1,402 @@
+/*
+ * test_fcgi.c: the FastCGI record scanner, management answers and reply
+ * framing (src/fcgi.c), on hand-built record streams: every prefix of a
+ * good request, every kind of violation, the limits on both sides, and
+ * the FCGI_GET_VALUES record that overflows libfcgi's buffer.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fastcgi.h>
+
+#include "fcgi.h"
+#include "tap.h"
+
+#define T_MAX	(FCGI_MAX_REQUEST + 4 * FCGI_MAX_RECORD)
+
+struct stream {
+	unsigned char	*p;
+	size_t		 len;
+};
+
+static void
+put(struct stream *s, int type, unsigned id, const void *content,
+    size_t clen, unsigned pad)
+{
+	unsigned char *h;
+
+	if (s->len + FCGI_HEADER_SIZE + clen + pad > T_MAX)
+		abort();
+	h = s->p + s->len;
+	fcgi_header(h, type, id, clen);
+	h[6] = (unsigned char)pad;
+	if (clen > 0)
+		memcpy(h + FCGI_HEADER_SIZE, content, clen);
+	memset(h + FCGI_HEADER_SIZE + clen, 0xee, pad);
+	s->len += FCGI_HEADER_SIZE + clen + pad;
+}
+
+static void
+put_begin(struct stream *s, unsigned id, int role, int flags)
+{
+	unsigned char b[8] = { (unsigned char)(role >> 8), (unsigned char)role,
+	    (unsigned char)flags, 0, 0, 0, 0, 0 };
+
+	put(s, FCGI_BEGIN_REQUEST, id, b, sizeof(b), 0);
+}
+
+/* A name-value pair; lengths over 127 take 4 bytes. */
+static size_t
+pair(unsigned char *out, const char *name, size_t nlen, const char *value,
+    size_t vlen)
+{
+	unsigned char *p = out;
+	size_t lens[2] = { nlen, vlen }, i;
+
+	for (i = 0; i < 2; i++) {
+		if (lens[i] < 128)
+			*p++ = (unsigned char)lens[i];
+		else {
+			*p++ = (unsigned char)(0x80 | lens[i] >> 24);
+			*p++ = (unsigned char)(lens[i] >> 16);
+			*p++ = (unsigned char)(lens[i] >> 8);
+			*p++ = (unsigned char)lens[i];
+		}
+	}
+	memcpy(p, name, nlen);
+	memcpy(p + nlen, value, vlen);
+	return (size_t)(p - out) + nlen + vlen;
+}
+
+static size_t
+std_params(unsigned char *out)
+{
+	size_t n = 0;
+
+	n += pair(out + n, "REQUEST_METHOD", 14, "GET", 3);
+	n += pair(out + n, "REQUEST_URI", 11, "/status?json&full", 17);
+	n += pair(out + n, "SCRIPT_NAME", 11, "/status", 7);
+	return n;
+}
+
+/* BEGIN, the params (split in records of chunk bytes), body, ends. */
+static void
+request(struct stream *s, unsigned id, const unsigned char *params,
+    size_t plen, size_t chunk, const char *body, size_t blen)
+{
+	size_t i, n;
+
+	put_begin(s, id, FCGI_RESPONDER, 0);
+	for (i = 0; i < plen; i += n) {
+		n = plen - i < chunk ? plen - i : chunk;
+		put(s, FCGI_PARAMS, id, params + i, n, (unsigned)(i % 7));
+	}
+	put(s, FCGI_PARAMS, id, NULL, 0, 0);
+	for (i = 0; i < blen; i += n) {
+		n = blen - i < FCGI_MAX_CONTENT ? blen - i : FCGI_MAX_CONTENT;
+		put(s, FCGI_STDIN, id, body + i, n, 0);
+	}
+	put(s, FCGI_STDIN, id, NULL, 0, 0);
+}
+
+static enum fcgi_scan_status
+scan(const struct stream *s, struct fcgi_scan *r)
+{
+	fcgi_scan(s->p, s->len, r);
+	return r->status;
+}
+
+static void
+test_good_request(struct stream *s)
+{
+	unsigned char params[256];
+	struct fcgi_scan r;
+	size_t plen = std_params(params), cut, bad = 0, chunk;
+
+	for (chunk = 1; chunk <= plen; chunk += (chunk < 8 ? 1 : 17)) {
+		s->len = 0;
+		request(s, 7, params, plen, chunk, "{\"a\":1}", 7);
+		is_int(scan(s, &r), FCGI_SCAN_REQUEST,
+		    "a request with parameters in %zu-byte records is whole",
+		    chunk);
+	}
+	ok(r.len == s->len && r.id == 7 && r.params_len == plen &&
+	    r.stdin_len == 7 && !r.keep_conn, "its length, id and sizes");
+	for (cut = 0; cut < s->len; cut++) {
+		fcgi_scan(s->p, cut, &r);
+		if (r.status != FCGI_SCAN_PARTIAL)
+			bad++;
+	}
+	is_int(bad, 0, "every proper prefix of it is PARTIAL (%zu prefixes)",
+	    s->len);
+	/* Bytes after the request are not looked at. */
+	memcpy(s->p + s->len, "\x09junk", 5);
+	fcgi_scan(s->p, s->len + 5, &r);
+	ok(r.status == FCGI_SCAN_REQUEST && r.len == s->len,
+	    "bytes after the request do not change it");
+	s->len = 0;
+	put_begin(s, 1, FCGI_RESPONDER, FCGI_KEEP_CONN);
+	put(s, FCGI_PARAMS, 1, NULL, 0, 0);
+	put(s, FCGI_STDIN, 1, NULL, 0, 0);
+	ok(scan(s, &r) == FCGI_SCAN_REQUEST && r.keep_conn &&
+	    r.params_len == 0, "no parameters, FCGI_KEEP_CONN: whole, kept");
+}
+
+static void
+expect_invalid(struct stream *s, const char *what)
+{
+	struct fcgi_scan r;
+	enum fcgi_scan_status st = scan(s, &r);
+
+	ok(st == FCGI_SCAN_INVALID && r.why != NULL,
+	    "%s: INVALID (%s)", what, r.why ? r.why : "no reason");
+}
+
+static void
+test_violations(struct stream *s)
+{
+	unsigned char params[256], bad[8] = { 0x05, 0x01, 'A', 'B', 'C' };
+	size_t plen = std_params(params);
+
+	s->len = 0;
+	request(s, 1, params, plen, 64, NULL, 0);
+	s->p[0] = 0;
+	expect_invalid(s, "version 0");
+	s->p[0] = 2;
+	expect_invalid(s, "version 2");
+	s->len = 0;
+	put(s, FCGI_PARAMS, 1, params, plen, 0);
+	expect_invalid(s, "PARAMS before BEGIN_REQUEST");
+	s->len = 0;
+	put(s, FCGI_BEGIN_REQUEST, 1, "\0\1\0\0\0\0", 6, 0);
+	expect_invalid(s, "a 6-byte BEGIN_REQUEST");
+	s->len = 0;
+	put_begin(s, 1, FCGI_AUTHORIZER, 0);
+	expect_invalid(s, "role authorizer");
+	s->len = 0;
+	put_begin(s, 1, FCGI_FILTER, 0);
+	expect_invalid(s, "role filter");
+	s->len = 0;
+	put_begin(s, 1, FCGI_RESPONDER, 0);
+	put_begin(s, 2, FCGI_RESPONDER, 0);
+	expect_invalid(s, "a second BEGIN_REQUEST (multiplexing)");
+	s->len = 0;
+	put_begin(s, 1, FCGI_RESPONDER, 0);
+	put(s, FCGI_PARAMS, 2, params, plen, 0);
+	expect_invalid(s, "parameters of another request id");
+	s->len = 0;
+	put_begin(s, 1, FCGI_RESPONDER, 0);
+	put(s, FCGI_GET_VALUES, 0, NULL, 0, 0);
+	expect_invalid(s, "a management record after BEGIN_REQUEST");
+	s->len = 0;
+	put_begin(s, 1, FCGI_RESPONDER, 0);
+	put(s, FCGI_STDIN, 1, "x", 1, 0);
+	expect_invalid(s, "STDIN before the parameters ended");
+	s->len = 0;
+	put_begin(s, 1, FCGI_RESPONDER, 0);
+	put(s, FCGI_PARAMS, 1, NULL, 0, 0);
+	put(s, FCGI_PARAMS, 1, params, plen, 0);
+	expect_invalid(s, "PARAMS after their end");
+	s->len = 0;
+	put_begin(s, 1, FCGI_RESPONDER, 0);
+	put(s, FCGI_PARAMS, 1, NULL, 0, 0);
+	put(s, FCGI_DATA, 1, "x", 1, 0);
+	expect_invalid(s, "FCGI_DATA in the body");
+	s->len = 0;
+	put_begin(s, 1, FCGI_RESPONDER, 0);
+	put(s, FCGI_ABORT_REQUEST, 1, NULL, 0, 0);
+	expect_invalid(s, "FCGI_ABORT_REQUEST");
+	s->len = 0;
+	put_begin(s, 1, FCGI_RESPONDER, 0);
+	put(s, FCGI_PARAMS, 1, bad, 5, 0);
+	put(s, FCGI_PARAMS, 1, NULL, 0, 0);
+	expect_invalid(s, "a pair cut short at the end of the parameters");
+	s->len = 0;
+	put_begin(s, 1, FCGI_RESPONDER, 0);
+	put(s, FCGI_PARAMS, 1, "\x00\x01X", 3, 0);
+	expect_invalid(s, "a pair with an empty name");
+	s->len = 0;
+	put_begin(s, 1, FCGI_RESPONDER, 0);
+	put(s, FCGI_PARAMS, 1, "\x81\x00", 2, 0);
+	put(s, FCGI_PARAMS, 1, NULL, 0, 0);
+	expect_invalid(s, "a 4-byte length cut by the end of the parameters");
+}
+
+static void
+test_limits(struct stream *s)
+{
+	static char big[FCGI_MAX_STDIN + 1];
+	unsigned char *params = malloc(FCGI_MAX_PARAMS + 16);
+	struct fcgi_scan r;
+	size_t plen;
+
+	memset(big, 'b', sizeof(big));
+	/* Parameters of exactly FCGI_MAX_PARAMS bytes, then one more. */
+	plen = pair(params, "X", 1, big, FCGI_MAX_PARAMS - 6);
+	s->len = 0;
+	request(s, 1, params, plen, FCGI_MAX_CONTENT, NULL, 0);
+	ok(plen == FCGI_MAX_PARAMS && scan(s, &r) == FCGI_SCAN_REQUEST,
+	    "parameters of exactly FCGI_MAX_PARAMS bytes: whole");
+	plen = pair(params, "X", 1, big, FCGI_MAX_PARAMS - 5);
+	s->len = 0;
+	request(s, 1, params, plen, FCGI_MAX_CONTENT, NULL, 0);
+	ok(scan(s, &r) == FCGI_SCAN_TOO_LARGE && !r.body_too_large &&
+	    r.id == 1, "one byte more: TOO_LARGE, not the body's fault");
+	s->len = 0;
+	put_begin(s, 3, FCGI_RESPONDER, 0);
+	put(s, FCGI_PARAMS, 3, "\x01\xff\xff\xff\xff", 5, 0);
+	ok(scan(s, &r) == FCGI_SCAN_TOO_LARGE && r.id == 3,
+	    "a value length of 2^31-1 is TOO_LARGE before any value byte");
+	plen = std_params(params);
+	s->len = 0;
+	request(s, 1, params, plen, 64, big, FCGI_MAX_STDIN);
+	ok(scan(s, &r) == FCGI_SCAN_REQUEST && r.stdin_len == FCGI_MAX_STDIN,
+	    "a body of exactly FCGI_MAX_STDIN bytes: whole");
+	s->len = 0;
+	request(s, 1, params, plen, 64, big, FCGI_MAX_STDIN + 1);
+	ok(scan(s, &r) == FCGI_SCAN_TOO_LARGE && r.body_too_large,
+	    "one byte more: TOO_LARGE, the body's fault");
+	/* Many tiny records with full padding: raw size, not content. */
+	s->len = 0;
+	put_begin(s, 1, FCGI_RESPONDER, 0);
+	put(s, FCGI_PARAMS, 1, NULL, 0, 0);
+	while (s->len + 264 <= FCGI_MAX_REQUEST)
+		put(s, FCGI_STDIN, 1, "x", 1, 255);
+	put(s, FCGI_STDIN, 1, "x", 1, 255);
+	ok(scan(s, &r) == FCGI_SCAN_TOO_LARGE && r.stdin_len < 2048,
+	    "padding past FCGI_MAX_REQUEST raw bytes is TOO_LARGE "
+	    "(%zu body bytes)", r.stdin_len);
+	free(params);
+}
+
+/* The record that smashes libfcgi 2.4.2's 64-byte stack buffer. */
+static void
+test_management(struct stream *s)
+{
+	unsigned char content[FCGI_MAX_CONTENT], out[FCGI_MAX_MGMT_REPLY];
+	unsigned char *params = malloc(256);
+	struct fcgi_scan r;
+	size_t n = 0, len, vlen;
+	const unsigned char *v;
+	int i;
+
+	while (n + 16 <= sizeof(content))
+		n += pair(content + n, FCGI_MAX_CONNS, 14, "", 0);
+	s->len = 0;
+	put(s, FCGI_GET_VALUES, 0, content, n, 0);
+	request(s, 1, params, std_params(params), 64, NULL, 0);
+	ok(scan(s, &r) == FCGI_SCAN_MANAGEMENT &&
+	    r.len == FCGI_HEADER_SIZE + n,
+	    "GET_VALUES first: MANAGEMENT, its own length (%zu)", r.len);
+	len = fcgi_management_reply(s->p, r.len, 32, out);
+	ok(len > FCGI_HEADER_SIZE && len <= FCGI_MAX_MGMT_REPLY &&
+	    out[1] == FCGI_GET_VALUES_RESULT,
+	    "%zu x FCGI_MAX_CONNS: one GET_VALUES_RESULT of %zu bytes",
+	    n / 16, len);
+	v = fcgi_param(out + FCGI_HEADER_SIZE, len - FCGI_HEADER_SIZE,
+	    FCGI_MAX_CONNS, &vlen);
+	ok(v != NULL && vlen == 2 && memcmp(v, "32", 2) == 0 &&
+	    len == FCGI_HEADER_SIZE + 2 + 14 + 2,
+	    "it names FCGI_MAX_CONNS once, value 32");
+	fcgi_scan(s->p + r.len, s->len - r.len, &r);
+	ok(r.status == FCGI_SCAN_REQUEST, "the request after it is whole");
+	n = 0;
+	for (i = 0; i < 300; i++)
+		n += pair(content + n, i % 3 == 0 ? FCGI_MAX_REQS : i % 3 == 1 ?
+		    FCGI_MPXS_CONNS : "OTHER_NAME", i % 3 == 1 ? 15 : i % 3 ?
+		    10 : 13, "", 0);
+	s->len = 0;
+	put(s, FCGI_GET_VALUES, 0, content, n, 3);
+	len = fcgi_management_reply(s->p, s->len, 5, out);
+	ok(len == FCGI_HEADER_SIZE + (2 + 13 + 1) + (2 + 15 + 1) &&
+	    (v = fcgi_param(out + 8, len - 8, FCGI_MPXS_CONNS, &vlen)) &&
+	    vlen == 1 && v[0] == '0', "all three names mixed, repeated: "
+	    "MAX_REQS 5 and MPXS_CONNS 0 once each (%zu bytes)", len);
+	s->len = 0;
+	put(s, FCGI_GET_VALUES, 0, "\x0e\x05" FCGI_MAX_CONNS, 16, 0);
+	ok(fcgi_management_reply(s->p, s->len, 5, out) == 0,
+	    "a GET_VALUES pair cut short: no answer (close)");
+	s->len = 0;
+	put(s, 77, 0, "xyz", 3, 5);
+	ok(scan(s, &r) == FCGI_SCAN_MANAGEMENT &&
+	    fcgi_management_reply(s->p, r.len, 5, out) == 16 &&
+	    out[1] == FCGI_UNKNOWN_TYPE && out[8] == 77,
+	    "an unknown management type: FCGI_UNKNOWN_TYPE naming it");
+	free(params);
+}
+
+static void
+test_params_and_reply(struct stream *s)
+{
+	unsigned char params[256], copy[256], out[512];
+	struct fcgi_scan r;
+	size_t plen = std_params(params), n, vlen, len;
+	const unsigned char *v;
+
+	s->len = 0;
+	request(s, 9, params, plen, 5, NULL, 0);
+	scan(s, &r);
+	n = fcgi_params_copy(s->p, &r, copy);
+	ok(n == plen && memcmp(copy, params, plen) == 0,
+	    "params_copy joins 5-byte records back together");
+	v = fcgi_param(copy, n, "REQUEST_URI", &vlen);
+	ok(v && vlen == 17 && memcmp(v, "/status?json&full", 17) == 0,
+	    "fcgi_param finds REQUEST_URI");
+	ok(fcgi_param(copy, n, "REQUEST", &vlen) == NULL &&
+	    fcgi_param(copy, n, "SCRIPT_NAMEX", &vlen) == NULL,
+	    "a prefix or a longer name is not a match");
+	len = fcgi_reply(9, "Status: 200 OK\r\n\r\n", 18, "pong", 4, out);
+	ok(len == fcgi_reply_size(22) && len == 22 + 4 * FCGI_HEADER_SIZE &&
+	    out[1] == FCGI_STDOUT && out[3] == 9 && out[5] == 22 &&
+	    memcmp(out + 8, "Status: 200 OK\r\n\r\npong", 22) == 0 &&
+	    out[30 + 1] == FCGI_STDOUT && out[30 + 5] == 0 &&
+	    out[38 + 1] == FCGI_END_REQUEST && out[38 + 5] == 8,
+	    "fcgi_reply: STDOUT, empty STDOUT, END_REQUEST");
+}
+
+static void
+test_large_reply(void)
+{
+	size_t blen = 3 * FCGI_MAX_CONTENT + 10, len, pos = 0, got = 0;
+	char *body = malloc(blen);
+	unsigned char *out = malloc(fcgi_reply_size(blen + 5));
+	int records = 0, same = 1;
+
+	memset(body, 'z', blen);
+	len = fcgi_reply(2, "head:", 5, body, blen, out);
+	while (pos < len && out[pos + 1] == FCGI_STDOUT) {
+		size_t c = (size_t)out[pos + 4] << 8 | out[pos + 5];
+
+		if (c == 0)
+			break;
+		same &= memcmp(out + pos + 8 + (got == 0 ? 5 : 0),
+		    body, c - (got == 0 ? 5 : 0)) == 0;
+		got += c;
+		records++;
+		pos += 8 + c;
+	}
+	ok(len == fcgi_reply_size(blen + 5) && records == 4 &&
+	    got == blen + 5 && same,
+	    "a reply over 3 records' worth: 4 full-content records, all bytes");
+	free(body);
+	free(out);
+}
+
+int
+main(void)
+{
+	struct stream s;
+
+	s.p = malloc(T_MAX);
+	s.len = 0;
+	test_good_request(&s);
+	test_violations(&s);
+	test_limits(&s);
+	test_management(&s);
+	test_params_and_reply(&s);
+	test_large_reply();
+	free(s.p);
+	return done_testing();
+}
