@@ -30,6 +30,22 @@ static struct log_flood conn_flood_stall, conn_flood_invalid,
     conn_flood_early, conn_flood_large;
 
 int
+conn_listen_prepare(int listen_fd)
+{
+	/* Linux doubles it and keeps half for its own accounting. */
+	int size = 2 * FCGI_MAX_REQUEST;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(listen_fd, (struct sockaddr *)&ss, &len) == -1)
+		return -1;
+	if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)
+		return 0;
+	return setsockopt(listen_fd, SOL_SOCKET, SO_RCVBUF, &size,
+	    sizeof(size));
+}
+
+int
 conn_init(void)
 {
 	if (conn_epfd == -1)

@@ -27,6 +27,15 @@ struct conn_policy {
 	unsigned	max_conns;		/* FCGI_MAX_CONNS we announce */
 };
 
+/*
+ * Gives a TCP listen socket (the master's, before any accept) a receive
+ * buffer that holds a whole FCGI_MAX_REQUEST unread, which accepted
+ * connections inherit; Linux's default window holds about 85 KiB. Unix
+ * sockets are left alone (the sender's buffer is what counts there).
+ * Returns 0, or -1 (errno) when the kernel refused.
+ */
+int conn_listen_prepare(int listen_fd);
+
 /* Per-process setup (the wait set for unfinished requests): 0 or -1. */
 int conn_init(void);
 

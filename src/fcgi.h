@@ -25,8 +25,15 @@
 
 #define FCGI_HEADER_SIZE	8		/* every record's header */
 #define FCGI_MAX_CONTENT	65535		/* one record's content */
-#define FCGI_MAX_PARAMS		(64 * 1024)	/* name-value bytes */
-#define FCGI_MAX_STDIN		(128 * 1024)	/* body bytes; the API's own
+/*
+ * A request must be whole in the socket's buffer before libfcgi reads it
+ * (conn.h), so these limits stay within what the kernel holds unread: a
+ * unix socket about 200 KiB (nginx's sender buffer), a TCP socket what
+ * conn_listen_prepare() sets. nginx sends far less: its header buffers
+ * (32 KiB by default) and client_max_body_size (64k shipped).
+ */
+#define FCGI_MAX_PARAMS		(96 * 1024)	/* name-value bytes */
+#define FCGI_MAX_STDIN		(80 * 1024)	/* body bytes; the API's own
 						   limit is lower */
 /* A request's raw bytes, headers and padding included. */
 #define FCGI_MAX_REQUEST	(FCGI_MAX_PARAMS + FCGI_MAX_STDIN + 16 * 1024)

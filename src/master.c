@@ -20,6 +20,7 @@
 #include "admin.h"
 #include "auth.h"
 #include "clock.h"
+#include "conn.h"
 #include "log.h"
 #include "notify.h"
 #include "readfile.h"
@@ -619,6 +620,8 @@ master_init(struct master *m, struct config *cfg, struct auth *auth,
 	m->config_path = config_path;
 	m->children = children;
 	m->ls = ls;
+	if (conn_listen_prepare(ls->fd) == -1)
+		log_warn("listen socket: receive buffer: %s", strerror(errno));
 	if ((m->sb = scoreboard_create(MASTER_SLOTS)) == NULL)
 		fatal("%s: scoreboard: %s", __func__, strerror(errno));
 	m->sb->totals.start_time = (int64_t)time(NULL);

@@ -30,6 +30,8 @@ live pool (3 workers) and its master, straight on their unix sockets.
    4 clients; afterwards the same pids serve, no descriptor was left
    open, memory did not grow, nothing crashed. CFPM_FUZZ_SEED fixes the
    seed (printed).
+6. TCP: a request just under the limits (about 190 KiB) is whole in the
+   socket's buffer and answered at once (the default window is ~85 KiB).
 """
 
 import os
@@ -49,8 +51,8 @@ POOL = 3
 READ_TIMEOUT = 1
 FCGI_GET_VALUES, FCGI_GET_VALUES_RESULT, FCGI_UNKNOWN_TYPE = 9, 10, 11
 FCGI_STDOUT, FCGI_END_REQUEST = 6, 3
-MAX_STDIN = 128 * 1024          # FCGI_MAX_STDIN (src/fcgi.h)
-MAX_PARAMS = 64 * 1024          # FCGI_MAX_PARAMS
+MAX_STDIN = 80 * 1024           # FCGI_MAX_STDIN (src/fcgi.h)
+MAX_PARAMS = 96 * 1024          # FCGI_MAX_PARAMS
 CRASH = re.compile(r"killed by signal|stack smashing|exited with status|"
                    r"AddressSanitizer|runtime error|Segmentation")
 
@@ -526,6 +528,49 @@ def check_fuzz(st, c, tap):
            "RSS grew by less than 4 MiB in every process")
 
 
+def exchange_tcp(addr, data, timeout=5):
+    got = b""
+    try:
+        s = socket.create_connection(addr, timeout=timeout)
+    except OSError:
+        return got
+    try:
+        s.sendall(data)
+        while not any(t == FCGI_END_REQUEST for t, _, _ in records(got)):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+    except OSError:
+        pass
+    finally:
+        s.close()
+    return got
+
+
+def check_tcp(st, tap):
+    """On TCP the kernel's default window holds ~85 KiB unread: the
+    listen socket's receive buffer must hold a whole request, or a large
+    legitimate one would wait on itself until request_read_timeout."""
+    tap.diag("-- 6. a large request over TCP")
+    port = ct.free_port()
+    conf = st.write_config({"request_read_timeout": "3",
+                            "listen": "127.0.0.1:%d" % port})
+    c = st.spawn_cfpm(conf, n=1)
+    up = ct.wait_for(lambda: status_of(exchange_tcp(
+        ("127.0.0.1", port), request("GET", "/ping"), 2)) == 200, 15, 0.2)
+    tap.ok(up, "cfpm listens on TCP")
+    big = request("POST", "/events", body=b"b" * (MAX_STDIN - 10), extra=[
+        (b"HTTP_X", b"h" * (MAX_PARAMS - 2000))])
+    t0 = time.monotonic()
+    got = exchange_tcp(("127.0.0.1", port), big, 10)
+    dt = time.monotonic() - t0
+    tap.ok(status_of(got) == 401 and dt < 1.5, "a %d-byte request (just "
+           "under the limits) over TCP is read whole and answered (%d, "
+           "401 without a token) in %.2f s" % (len(big), status_of(got), dt))
+    tap.is_(st.stop_cfpm(c), 0, "the TCP pool stops cleanly")
+
+
 def main(tap):
     with ct.Stack(tap) as st:
         st.setup(rows=100)
@@ -537,6 +582,7 @@ def main(tap):
         check_limits(st, c, tap)
         check_fuzz(st, c, tap)
         tap.is_(st.stop_cfpm(c), 0, "clean stop")
+        check_tcp(st, tap)
 
 
 if __name__ == "__main__":
