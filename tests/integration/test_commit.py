@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""
+test_commit.py: a 201 always means committed, and a read answers only
+from a complete exchange.
+
+1. Cut points: cfpm's db.conninfo points at pgproxy.py, which cuts the next
+   INSERT (then the next read) exchange at each point: before, at the type
+   byte of, halfway through and after each of BindComplete,
+   RowDescription, DataRow and CommandComplete, with the client's Sync held
+   back so the server cannot commit; a synthetic ErrorResponse after
+   CommandComplete; the Sync forwarded and the stream cut before
+   ReadyForQuery; a WARNING (and, as a control, a NOTICE) before it; plain
+   pass-through. Each POST carries a unique marker, looked up directly in
+   PostgreSQL: 201 if and only if the row exists, never 500; the worker
+   reconnects and the next request succeeds. Reads answer 503, never a 200
+   from a partial exchange.
+2. Synchronous replication for real: synchronous_standby_names names a
+   standby that never comes; request_terminate_timeout cancels the wait;
+   the server commits locally and warns. The answer is 503, not 201.
+
+CFPM_COMMIT_ONLY=proxy,cuts,syncrep runs a subset.
+"""
+
+import json
+import os
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cfpmtest as ct  # noqa: E402
+import pgproxy  # noqa: E402
+from test_api import seeded_row  # noqa: E402
+from test_faults import held_requests, log_text  # noqa: E402
+
+CUT_POOL = 2
+READ_ID = 5
+KIND = "commit-%d" % os.getpid()
+SYNC_WARNING = "canceling wait for synchronous replication due to user " \
+    "request"
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+
+def rows_for(st, marker):
+    """Rows holding marker, counted in PostgreSQL itself (not through the
+    proxy)."""
+    return int(st.pg.psql("SELECT count(*) FROM events WHERE "
+                          "payload->>'marker' = '%s'" % marker)[0][0])
+
+
+def post_marker(st, marker, timeout=10):
+    body = json.dumps({"kind": KIND, "payload": {"marker": marker}})
+    return st.post("/events", body, st.tokens["valid"], timeout=timeout)
+
+
+def log_since(c, mark):
+    return log_text(c.log)[mark:].splitlines()
+
+
+def start_proxy(st, tcp=False):
+    upstream = os.path.join(st.pg.sockdir, ".s.PGSQL.%d" % st.pg.port)
+    if tcp:
+        return pgproxy.PgProxy(upstream, tcp_port=ct.free_port()).start()
+    d = os.path.join(st.dir, "proxy")
+    os.makedirs(d, exist_ok=True)
+    return pgproxy.PgProxy(upstream, sockdir=d, port=ct.free_port()).start()
+
+
+# ---------------------------------------------------------------------------
+# 0. The proxy itself
+
+def check_proxy(st):
+    tap = st.tap
+    tap.diag("-- 0. pgproxy: TCP listener, SSLRequest, plain forwarding")
+    px = start_proxy(st, tcp=True)
+    try:
+        rc, out, err = ct.run([os.path.join(ct.PG_BINDIR, "psql"), "-X",
+                               "-A", "-t", "-d", px.conninfo() +
+                               " sslmode=prefer", "-c",
+                               "SELECT count(*) FROM events WHERE id <= 7"],
+                              timeout=30)
+        tap.ok(rc == 0 and out.strip() == "7" and px.connections == 1,
+               "pgproxy: psql through the TCP listener (SSLRequest "
+               "answered, then the startup packet) reads the table",
+               "rc %d, out %r, err %r, connections %d" % (
+                   rc, out, err, px.connections))
+        plan = px.arm("nothing_by_this_name", "cut",
+                      ("after", "CommandComplete"))
+        rc, out, _ = ct.run([os.path.join(ct.PG_BINDIR, "psql"), "-X",
+                             "-A", "-t", "-d", px.conninfo(), "-c",
+                             "SELECT 1"], timeout=30)
+        tap.ok(rc == 0 and out.strip() == "1" and not plan.fired.is_set(),
+               "pgproxy: a plan for another statement leaves a simple "
+               "query alone")
+    finally:
+        px.stop()
+
+
+# ---------------------------------------------------------------------------
+# 1. Cut points
+
+# (mode, cut point, plan options, expectation). Expectations: "unknown"
+# is a 503 whose row may exist (the server committed, the client cannot
+# know); "refused" a 503 with no row; "ok" a 2xx with the row.
+CASES = [("cut", p, {}, "refused") for p in pgproxy.CUT_POINTS] + [
+    ("error", None, {"sqlstate": "XX000"}, "refused"),
+    ("error", None, {"sqlstate": "22P02"}, "refused"),
+    ("synccut", None, {}, "unknown"),
+    ("notice", None, {"severity": "WARNING", "sqlstate": "01000",
+                      "text": SYNC_WARNING}, "unknown"),
+    ("notice", None, {"severity": "NOTICE", "sqlstate": "00000",
+                      "text": "just a notice"}, "ok"),
+    ("pass", None, {}, "ok"),
+]
+
+
+def case_name(mode, point, kw):
+    if mode == "cut":
+        return "cut " + pgproxy.cut_name(point)
+    if mode == "error":
+        return "ErrorResponse %s after CommandComplete" % kw["sqlstate"]
+    if mode == "notice":
+        return "%s before ReadyForQuery" % kw["severity"]
+    if mode == "synccut":
+        return "Sync forwarded, cut before ReadyForQuery"
+    return "pass-through"
+
+
+def run_case(st, px, write, i, mode, point, kw):
+    """One armed request; returns (status, body, row present or None,
+    plan, next request's status, reconnected)."""
+    conns = px.connections
+    tok = st.tokens["valid"]
+    if write:
+        plan = px.arm("insert_event", mode, point, **kw)
+        marker = "cut-%d-%d" % (os.getpid(), i)
+        r = post_marker(st, marker)
+        present = rows_for(st, marker)
+        nxt = post_marker(st, marker + "-next")
+        nxt_ok = nxt.status == 201 and rows_for(st, marker + "-next") == 1
+    else:
+        plan = px.arm("read_event", mode, point, **kw)
+        r = st.get("/events/%d" % READ_ID, tok)
+        present = None
+        nxt = st.get("/events/%d" % (READ_ID + 1), tok)
+        nxt_ok = nxt.status == 200 and nxt.json() == seeded_row(READ_ID + 1)
+    px.disarm()
+    dropped = mode not in ("pass", "notice")
+    reconnected = not dropped or bool(
+        ct.wait_for(lambda: px.connections > conns, 5))
+    return r, present, plan, nxt_ok, reconnected
+
+
+def check_cuts(st):
+    tap = st.tap
+    tap.diag("-- 1. cut points: cfpm (pool %d) -> pgproxy -> PostgreSQL" %
+             CUT_POOL)
+    px = start_proxy(st)
+    c = st.start_cfpm({"pm.max_children": CUT_POOL,
+                       "db.conninfo": px.conninfo()})
+    before = c.workers()
+    table = []
+    try:
+        for write in (True, False):
+            what = "POST" if write else "GET"
+            for i, (mode, point, kw, want) in enumerate(CASES):
+                name = case_name(mode, point, kw)
+                r, present, plan, nxt_ok, reconn = run_case(
+                    st, px, write, i, mode, point, kw)
+                ok_status = 201 if write else 200
+                if want == "ok":
+                    good = r.status == ok_status and (
+                        present == 1 if write else
+                        r.json() == seeded_row(READ_ID))
+                elif want == "refused":
+                    good = r.status == 503 and present in (0, None)
+                else:
+                    good = r.status == 503 and present in (0, 1, None)
+                if write and r.status == 201 and present != 1:
+                    good = False    # never a 201 without its row
+                table.append((what, name, r.status, present))
+                tap.ok(plan.fired.is_set() and good and nxt_ok and reconn,
+                       "%s, %s: %d%s; the next request succeeds" % (
+                           what, name, r.status,
+                           "" if present is None else
+                           ", row %s" % ("present" if present else
+                                         "absent")),
+                       "fired %s, forwarded %r, partial %r, skipped %s" % (
+                           plan.fired.is_set(), plan.forwarded,
+                           plan.partial, plan.skipped),
+                       "expected %s, got %r, row count %r" % (
+                           want, r, present),
+                       "next request ok %s, reconnected %s" % (
+                           nxt_ok, reconn))
+        tap.diag("%-4s %-46s %-6s %s" % ("", "cut point", "status",
+                                         "row present"))
+        for what, name, status, present in table:
+            tap.diag("%-4s %-46s %-6s %s" % (
+                what, name, status, "-" if present is None else
+                ("yes (allowed: unknown outcome)" if present and
+                 status == 503 else ("yes" if present else "no"))))
+        tap.ok(not [x for x in table if x[2] == 500],
+               "cut points: no 500 anywhere (%d requests)" % len(table))
+        tap.ok(not [x for x in table if x[0] == "POST" and x[2] == 201 and
+                    x[3] != 1],
+               "cut points: no 201 without its row")
+        # Every worker is back, with both statements prepared: hold one
+        # read and one write per worker in the database at once.
+        waiting, res = held_requests(
+            st, [lambda: post_marker(st, "held", 20)
+                 for _ in range(CUT_POOL)])
+        tap.ok(waiting and all(x is not None and x.status == 201
+                               for x in res),
+               "cut points: afterwards %d writes held at once (one per "
+               "worker) are all 201" % CUT_POOL,
+               "waiting %r, got %r" % (waiting, res))
+        tap.is_(c.workers(), before, "cut points: no worker exited")
+    finally:
+        st.stop_cfpm(c)
+        px.stop()
+
+
+# ---------------------------------------------------------------------------
+# 2. A real cancelled synchronous-replication wait
+
+def check_sync_rep(st):
+    tap = st.tap
+    tap.diag("-- 2. synchronous replication: the wait cancelled "
+             "(request_terminate_timeout), the commit only local")
+    c = st.start_cfpm({"pm.max_children": CUT_POOL,
+                       "request_terminate_timeout": 1})
+    before = c.workers()
+    mark = len(log_text(c.log))
+    st.pg.psql("ALTER SYSTEM SET synchronous_standby_names = "
+               "'cfpm_no_such_standby'")
+    st.pg.psql("SELECT pg_reload_conf()")
+    try:
+        time.sleep(0.3)
+        marker = "syncrep-%d" % os.getpid()
+        r = post_marker(st, marker)
+    finally:
+        st.pg.psql("ALTER SYSTEM RESET synchronous_standby_names")
+        st.pg.psql("SELECT pg_reload_conf()")
+    present = rows_for(st, marker)
+    warned = any(SYNC_WARNING in l for l in log_since(c, mark))
+    tap.diag("sync rep: POST -> %d, row %s%s" % (
+        r.status, "present (committed locally: the allowed unknown "
+        "outcome)" if present else "absent",
+        "" if warned else ", no WARNING seen in the log"))
+    tap.ok(warned, "sync rep: the server warned that the wait was "
+           "cancelled (the scenario happened)")
+    tap.ok(r.status == 503 and r.json() == {"error": "unavailable"},
+           "sync rep: a commit that may not be replicated is 503, not 201",
+           "got %r, row count %d" % (r, present))
+    time.sleep(0.3)
+    r2 = post_marker(st, marker + "-after")
+    tap.ok(r2.status == 201 and rows_for(st, marker + "-after") == 1,
+           "sync rep: with the standby requirement gone the next write is "
+           "201", "got %r" % r2)
+    tap.is_(c.workers(), before, "sync rep: no worker was killed")
+    st.stop_cfpm(c)
+
+
+PARTS = [("proxy", check_proxy), ("cuts", check_cuts),
+         ("syncrep", check_sync_rep)]
+
+
+def main(tap):
+    only = [p for p in os.environ.get("CFPM_COMMIT_ONLY", "").split(",")
+            if p]
+    with ct.Stack(tap) as st:
+        st.setup()
+        for name, fn in PARTS:
+            if only and name not in only:
+                continue
+            t0 = time.monotonic()
+            try:
+                fn(st)
+            except Exception:
+                tap.ok(False, "%s: unexpected exception" % name,
+                       traceback.format_exc())
+            finally:
+                if st.cfpm is not None:
+                    st.stop_cfpm(st.cfpm, timeout=10)
+                if not st.pg.running:
+                    st.pg.start()
+            tap.diag("%s took %.1fs" % (name, time.monotonic() - t0))
+
+
+if __name__ == "__main__":
+    ct.main(main)
