@@ -17,8 +17,14 @@ from a complete exchange.
 2. Synchronous replication for real: synchronous_standby_names names a
    standby that never comes; request_terminate_timeout cancels the wait;
    the server commits locally and warns. The answer is 503, not 201.
+3. Crash loop: 16 writers through nginx while PostgreSQL is restarted with
+   pg_ctl -m immediate (CFPM_CRASHLOOP_ROUNDS times, default 4, over
+   CFPM_CRASHLOOP_SECONDS, default 40): no acknowledged id missing, no
+   marker stored twice, no row for a request answered with an HTTP error
+   other than 503 (rows for 503s and dropped requests are reported), no
+   500.
 
-CFPM_COMMIT_ONLY=proxy,cuts,syncrep runs a subset.
+CFPM_COMMIT_ONLY=proxy,cuts,syncrep,crashloop runs a subset.
 """
 
 import json
@@ -31,11 +37,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
 import pgproxy  # noqa: E402
 from test_api import seeded_row  # noqa: E402
-from test_faults import held_requests, log_text  # noqa: E402
+from test_faults import DROPPED, Writers, held_requests, log_text, \
+    summarize  # noqa: E402
 
+POOL = 3
 CUT_POOL = 2
 READ_ID = 5
 KIND = "commit-%d" % os.getpid()
+ROUNDS = int(os.environ.get("CFPM_CRASHLOOP_ROUNDS") or 4)
+SECONDS = float(os.environ.get("CFPM_CRASHLOOP_SECONDS") or 40)
 SYNC_WARNING = "canceling wait for synchronous replication due to user " \
     "request"
 
@@ -263,8 +273,97 @@ def check_sync_rep(st):
     st.stop_cfpm(c)
 
 
+# ---------------------------------------------------------------------------
+# 3. Crash loop
+
+def audit(st, w, kind):
+    """What the writers were told against what the table holds."""
+    outcomes = dict(w.outcomes)
+    rows = st.pg.psql("SELECT id, payload->>'c', payload->>'n' FROM events "
+                      "WHERE kind = '%s'" % kind, timeout=60)
+    by_marker, by_id = {}, {}
+    for rid, cc, nn in rows:
+        m = (int(cc), int(nn))
+        by_marker.setdefault(m, []).append(int(rid))
+        by_id[int(rid)] = m
+    acked = {m: rid for m, (out, rid) in outcomes.items() if out == 201}
+    a = {"requests": len(outcomes), "acknowledged": len(acked)}
+    a["missing"] = [(m, rid) for m, rid in acked.items()
+                    if by_id.get(rid) != m]
+    a["duplicates"] = {m: ids for m, ids in by_marker.items()
+                       if len(ids) > 1}
+    a["503"] = {m for m, (out, _) in outcomes.items() if out == 503}
+    a["dropped"] = {m for m, (out, _) in outcomes.items()
+                    if out in DROPPED or out in ("timeout",
+                                                 "connection error")}
+    a["errors"] = {m: out for m, (out, _) in outcomes.items()
+                   if out != 201 and m not in a["503"] and
+                   m not in a["dropped"]}
+    a["rows_503"] = [m for m in a["503"] if m in by_marker]
+    a["rows_dropped"] = [m for m in a["dropped"] if m in by_marker]
+    a["ghosts"] = [m for m in a["errors"] if m in by_marker]
+    a["strangers"] = [m for m in by_marker if m not in outcomes]
+    a["statuses"] = summarize(o for o, _ in outcomes.values())
+    return a
+
+
+def check_crash_loop(st):
+    tap = st.tap
+    tap.diag("-- 3. crash loop: 16 writers, PostgreSQL restarted with "
+             "pg_ctl -m immediate %d times in %.0f s" % (ROUNDS, SECONDS))
+    c = st.start_cfpm({"pm.max_children": POOL})
+    kind = KIND + "-loop"
+    t0 = time.monotonic()
+    w = Writers(st, st.tokens["valid"], 16, SECONDS, kind)
+    restarts = []
+    for k in range(ROUNDS):
+        time.sleep(max(0, t0 + (k + 1) * SECONDS / (ROUNDS + 1) -
+                       time.monotonic()))
+        t_stop = time.monotonic()
+        st.pg.stop("immediate")
+        st.pg.start()
+        restarts.append((t_stop - t0, time.monotonic() - t_stop))
+    w.join()
+    t_last = t0 + restarts[-1][0] + restarts[-1][1] if restarts else t0
+    after = [t for t in w.acked_at if t > t_last]
+    a = audit(st, w, kind)
+    tap.diag("crash loop: restarts at %s" % ", ".join(
+        "+%.1fs (down %.1fs)" % r for r in restarts))
+    tap.diag("crash loop: %d requests, statuses %r" % (a["requests"],
+                                                      a["statuses"]))
+    tap.diag("crash loop figures: acknowledged %d, missing %d, stored "
+             "twice %d, rows for other HTTP errors %d" % (
+                 a["acknowledged"], len(a["missing"]),
+                 len(a["duplicates"]), len(a["ghosts"])))
+    tap.diag("crash loop figures (allowed, unknown outcome): 503 answers "
+             "%d, of which %d rows exist; dropped %d, of which %d rows "
+             "exist" % (len(a["503"]), len(a["rows_503"]),
+                        len(a["dropped"]), len(a["rows_dropped"])))
+    tap.ok(all(not t.is_alive() for t in w.threads),
+           "crash loop: every writer finished")
+    tap.is_(len(restarts), ROUNDS, "crash loop: PostgreSQL crashed and "
+            "came back %d times under the writers" % ROUNDS)
+    tap.ok(a["acknowledged"] > 16, "crash loop: writes acknowledged (%d)" %
+           a["acknowledged"])
+    tap.ok(after, "crash loop: writes acknowledged after the last restart "
+           "(%d)" % len(after))
+    tap.ok(not a["missing"], "crash loop: every id answered 201 holds its "
+           "request's row (missing = 0)", "missing %r" % a["missing"][:10])
+    tap.ok(not a["duplicates"], "crash loop: no marker stored twice",
+           "duplicates %r" % list(a["duplicates"].items())[:10])
+    tap.ok(not a["ghosts"], "crash loop: no row for a request answered "
+           "with an HTTP error other than 503",
+           "rows for %r" % [(m, a["errors"][m]) for m in a["ghosts"]][:10])
+    tap.ok(not a["strangers"], "crash loop: no row the writers never sent",
+           "strangers %r" % a["strangers"][:10])
+    tap.ok(not a["errors"], "crash loop: every answer is 201, 503 or a "
+           "dropped request (no 500, no 4xx)",
+           "others %r" % summarize(a["errors"].values()))
+    st.stop_cfpm(c)
+
+
 PARTS = [("proxy", check_proxy), ("cuts", check_cuts),
-         ("syncrep", check_sync_rep)]
+         ("syncrep", check_sync_rep), ("crashloop", check_crash_loop)]
 
 
 def main(tap):
