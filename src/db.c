@@ -3,7 +3,9 @@
  * A statement counts only when its whole exchange succeeded: every result
  * read, ReadyForQuery seen, the connection still good and idle, and no
  * WARNING during it (a commit whose synchronous-replication wait was
- * cancelled).
+ * cancelled). The connection's state changes are logged once each, and a
+ * condition that repeats per request at most once per
+ * LOG_FLOOD_INTERVAL_US.
  */
 #include "db.h"
 
@@ -44,8 +46,13 @@ struct db {
 	int		 client_gone;	/* it closed during this statement */
 	int		 in_statement;	/* an exchange is under way */
 	int		 warned;	/* a WARNING arrived during it */
+	int		 farewell;	/* the server said why it is closing */
+	int		 down_logged;	/* this outage has a line in the log */
+	int64_t		 down_since_us;	/* 0 while up */
 	int64_t		 next_try_us;	/* earliest reconnect */
 	int		 backoff_ms;
+	struct log_flood down_flood;	/* lost, or still unavailable */
+	struct log_flood unknown_flood;	/* outcome unknown, link kept */
 	char		 warning[DB_MAX_ERROR];
 	char		 error[DB_MAX_ERROR];
 	char		 conninfo[];
@@ -90,12 +97,18 @@ db_prepare(struct db *db, const char *name, const char *sql, int n,
 
 static void db_drop(struct db *);
 
-/* A dead connection is closed at once: its socket must not stay in an
- * idle worker's poll set, readable forever. */
+/*
+ * A dead connection is closed at once: its socket must not stay in an
+ * idle worker's poll set, readable forever. db->error says why. The
+ * first loss or failed attempt of an outage is logged; repeats go
+ * through the flood limit, so a worker writes one line per
+ * LOG_FLOOD_INTERVAL_US at most while the database stays away.
+ */
 static void
 db_mark_down(struct db *db)
 {
 	int64_t now = clock_now_us();
+	int was_up = db->up;
 
 	db_drop(db);
 	if (db->up)
@@ -106,12 +119,34 @@ db_mark_down(struct db *db)
 	    db->backoff_ms * 2;
 	if (db->backoff_ms > DB_BACKOFF_MAX_MS)
 		db->backoff_ms = DB_BACKOFF_MAX_MS;
+	if (db->down_since_us == 0)
+		db->down_since_us = now;
+	if (log_flood(&db->down_flood, CONFIG_LOG_WARNING, "database: %s: %s",
+	    was_up ? "connection lost" : "unavailable", db->error))
+		db->down_logged = 1;
+}
+
+/*
+ * The connection is back: one line, if the outage had one (a loss the
+ * flood limit left out is not followed by a lone "back").
+ */
+static void
+db_mark_up(struct db *db)
+{
+	if (db->down_logged)
+		log_notice("database: connected and prepared, back after "
+		    "%.1f s", (double)(clock_now_us() - db->down_since_us) /
+		    1e6);
+	db->down_logged = 0;
+	db->down_since_us = 0;
 }
 
 /*
  * Server notices go to our log, one line each, not raw to stderr. A
  * WARNING during a statement puts its outcome in doubt: a commit whose
- * wait for a synchronous standby was cancelled succeeds with one.
+ * wait for a synchronous standby was cancelled succeeds with one. An
+ * error outside a statement is the server saying why it closes the
+ * connection: that becomes the reason logged for the loss.
  */
 static void
 db_notice(void *arg, const PGresult *res)
@@ -121,6 +156,12 @@ db_notice(void *arg, const PGresult *res)
 	struct db *db = arg;
 
 	sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	if (sev != NULL && (strcmp(sev, "ERROR") == 0 ||
+	    strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0)) {
+		db_set_error(db, "server", msg);
+		db->farewell = 1;
+		return;
+	}
 	if (db->in_statement && sev != NULL && strcmp(sev, "WARNING") == 0 &&
 	    !db->warned) {
 		db_format(db->warning, sizeof(db->warning), "server", msg);
@@ -156,6 +197,7 @@ db_connect(struct db *db)
 	    NULL };
 
 	db_drop(db);
+	db->farewell = 0;
 	db->conn = PQconnectdbParams(keys, vals, 1);
 	if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK) {
 		db_set_error(db, "connect", db->conn ?
@@ -170,6 +212,7 @@ db_connect(struct db *db)
 	db->up = 1;
 	db->conn_id++;
 	db->backoff_ms = 0;
+	db_mark_up(db);
 	return 0;
 fail:
 	db_mark_down(db);
@@ -186,8 +229,7 @@ db_open(const char *conninfo)
 		return NULL;
 	memcpy(db->conninfo, conninfo, len + 1);
 	db->client_fd = -1;
-	if (db_connect(db) == -1)
-		log_warn("database: %s", db->error);
+	(void)db_connect(db);	/* a failure is logged and retried later */
 	return db;
 }
 
@@ -226,8 +268,8 @@ db_idle_check(struct db *db)
 			PQfreemem(n);
 		return 1;
 	}
-	db_set_error(db, "idle connection", PQerrorMessage(db->conn));
-	log_warn("database: %s", db->error);
+	if (!db->farewell)
+		db_set_error(db, "idle connection", PQerrorMessage(db->conn));
 	db_mark_down(db);
 	return 0;
 }
@@ -237,16 +279,15 @@ db_usable(struct db *db)
 {
 	if (db->up && PQstatus(db->conn) == CONNECTION_OK)
 		return 1;
-	if (db->up)
+	if (db->up) {
+		if (!db->farewell)
+			db_set_error(db, "connection",
+			    PQerrorMessage(db->conn));
 		db_mark_down(db);
+	}
 	if (clock_now_us() < db->next_try_us)
 		return 0;
-	if (db_connect(db) == -1) {
-		log_warn("database: %s", db->error);
-		return 0;
-	}
-	log_notice("database: connected and prepared");
-	return 1;
+	return db_connect(db) == 0;
 }
 
 /* 1 if the connection is good and out of any transaction. */
@@ -366,6 +407,9 @@ db_unknown_outcome(struct db *db, const char *what, const char *why,
 	db_set_error(db, prefix, why);
 	if (!keep)
 		db_mark_down(db);
+	else
+		(void)log_flood(&db->unknown_flood, CONFIG_LOG_WARNING,
+		    "database: %s", db->error);
 	return DB_UNAVAILABLE;
 }
 

@@ -5,7 +5,10 @@
  * Results come back in binary form: no text parsing of ids or times.
  * A statement succeeds only when its whole exchange did (every result
  * read, ReadyForQuery seen, the connection good and idle, no WARNING on
- * the way); anything less after it was sent is DB_UNAVAILABLE.
+ * the way); anything less after it was sent is DB_UNAVAILABLE. The
+ * module logs the connection's losses and returns itself (once per
+ * change, repeats at most once per LOG_FLOOD_INTERVAL_US): callers need
+ * not log DB_UNAVAILABLE again.
  */
 #ifndef CFPM_DB_H
 #define CFPM_DB_H
@@ -45,8 +48,8 @@ struct db_event {
 
 /*
  * Makes the handle and tries to connect and prepare once (a failure is
- * not fatal: later calls retry with backoff). conninfo "" means the PG*
- * environment. Returns NULL only when out of memory.
+ * logged and not fatal: later calls retry with backoff). conninfo ""
+ * means the PG* environment. Returns NULL only when out of memory.
  */
 struct db *db_open(const char *conninfo);
 

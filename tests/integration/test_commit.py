@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """
-test_commit.py: a 201 always means committed, and a read answers only
-from a complete exchange.
+test_commit.py: a 201 always means committed, a read answers only from a
+complete exchange, and database failures are logged once.
 
 1. Cut points: cfpm's db.conninfo points at pgproxy.py, which cuts the next
    INSERT (then the next read) exchange at each point: before, at the type
@@ -23,12 +23,16 @@ from a complete exchange.
    marker stored twice, no row for a request answered with an HTTP error
    other than 503 (rows for 503s and dropped requests are reported), no
    500.
+4. Logged once: PostgreSQL stopped for several seconds under mixed load.
+   The master logs "database unavailable" and "database back after ...";
+   each worker a few lines; hundreds of 503s write no line each.
 
-CFPM_COMMIT_ONLY=proxy,cuts,syncrep,crashloop runs a subset.
+CFPM_COMMIT_ONLY=proxy,cuts,syncrep,crashloop,outagelog runs a subset.
 """
 
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -37,8 +41,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
 import pgproxy  # noqa: E402
 from test_api import seeded_row  # noqa: E402
-from test_faults import DROPPED, Writers, held_requests, log_text, \
-    summarize  # noqa: E402
+from test_faults import DROPPED, Mixed, Writers, held_requests, log_text, \
+    status_json, summarize  # noqa: E402
 
 POOL = 3
 CUT_POOL = 2
@@ -46,6 +50,10 @@ READ_ID = 5
 KIND = "commit-%d" % os.getpid()
 ROUNDS = int(os.environ.get("CFPM_CRASHLOOP_ROUNDS") or 4)
 SECONDS = float(os.environ.get("CFPM_CRASHLOOP_SECONDS") or 40)
+OUTAGE_MIN_S = 5.0      # PostgreSQL stays down at least this long ...
+OUTAGE_503S = 300       # ... and until this many 503s were answered
+OUTAGE_MAX_S = 20.0     # ... or this long
+LINES_PER_WORKER = 3    # database lines a worker may write for an outage
 SYNC_WARNING = "canceling wait for synchronous replication due to user " \
     "request"
 
@@ -362,8 +370,75 @@ def check_crash_loop(st):
     st.stop_cfpm(c)
 
 
+# ---------------------------------------------------------------------------
+# 4. An outage logged once
+
+MASTER_DOWN = re.compile(r"master \d+: database unavailable: (.*)")
+MASTER_BACK = re.compile(r"master \d+: database back after ([0-9.]+) s, "
+                         r"(\d+) requests answered 503")
+WORKER = re.compile(r"worker (\d+): ")
+
+
+def check_outage_log(st):
+    tap = st.tap
+    tap.diag("-- 4. PostgreSQL stopped under mixed load: logged once")
+    c = st.start_cfpm({"pm.max_children": POOL})
+    tok = st.tokens["valid"]
+    mark = len(log_text(c.log))
+    load = Mixed(st, tok)
+    time.sleep(1.0)
+
+    def n503():
+        with load.lock:
+            return sum(1 for x in load.log if x[1] == 503)
+    t_stop = time.monotonic()
+    st.pg.stop("fast")
+    ct.wait_for(lambda: time.monotonic() - t_stop >= OUTAGE_MIN_S and
+                n503() >= OUTAGE_503S, OUTAGE_MAX_S, 0.1)
+    st.pg.start()
+    t_up = time.monotonic()
+    back = ct.wait_for(lambda: [l for l in log_since(c, mark)
+                                if MASTER_BACK.search(l)], 15, 0.2)
+    log = load.stop()
+    answered = sum(1 for x in log if x[1] == 503)
+    tap.diag("outage: down %.1fs, %d requests, statuses %r" % (
+        t_up - t_stop, len(log), summarize(x[1] for x in log)))
+    lines = [l for l in log_since(c, mark) if "database" in l]
+    for l in lines:
+        tap.diag("  " + l)
+    down = [l for l in lines if MASTER_DOWN.search(l)]
+    ups = [MASTER_BACK.search(l) for l in lines if MASTER_BACK.search(l)]
+    tap.cmp_ok(answered, ">=", 100, "outage: hundreds of requests answered "
+               "503 while PostgreSQL was down (%d)" % answered)
+    tap.ok(len(down) == 1 and back and len(ups) == 1,
+           "outage: the master logs \"database unavailable\" once and "
+           "\"database back after ...\" once",
+           "unavailable lines %d, back lines %d" % (len(down), len(ups)))
+    if ups:
+        said = int(ups[0].group(2))
+        tap.ok(abs(said - answered) <= max(5, answered // 20),
+               "outage: the master's count of 503s (%d) matches what the "
+               "clients got (%d)" % (said, answered))
+    per_worker = summarize(WORKER.search(l).group(1) for l in lines
+                           if WORKER.search(l))
+    tap.cmp_ok(len(lines), "<=", LINES_PER_WORKER * POOL + 3,
+               "outage: %d database lines in the log for %d 503s (at most "
+               "%d per worker + 3)" % (len(lines), answered,
+                                       LINES_PER_WORKER))
+    tap.ok(per_worker and max(per_worker.values()) <= LINES_PER_WORKER,
+           "outage: each worker logged its own loss and return, at most "
+           "%d lines (%r)" % (LINES_PER_WORKER, per_worker))
+    tap.ok(not [x for x in log if x[1] == 500], "outage: no 500")
+    ok = ct.wait_for(lambda: all(
+        p.get("database") == "ok" for p in
+        (status_json(st, "full&json") or {}).get("processes", [{}])), 5)
+    tap.ok(ok, "outage: every worker's database state is ok again")
+    st.stop_cfpm(c)
+
+
 PARTS = [("proxy", check_proxy), ("cuts", check_cuts),
-         ("syncrep", check_sync_rep), ("crashloop", check_crash_loop)]
+         ("syncrep", check_sync_rep), ("crashloop", check_crash_loop),
+         ("outagelog", check_outage_log)]
 
 
 def main(tap):
