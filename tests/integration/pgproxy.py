@@ -81,6 +81,19 @@ def error_fields(severity, sqlstate, message):
     return out + b"\0"
 
 
+def split_typed(buf, who):
+    """(message, rest) for the first typed message in buf, or (None, buf)
+    while it is incomplete."""
+    if len(buf) < 5:
+        return None, buf
+    n = struct.unpack("!I", buf[1:5])[0]
+    if n < 4 or n > MAX_MESSAGE:
+        raise ValueError("bad %s message length %d" % (who, n))
+    if len(buf) < n + 1:
+        return None, buf
+    return buf[:n + 1], buf[n + 1:]
+
+
 def message(mtype, body):
     """A typed protocol message."""
     return mtype + struct.pack("!I", len(body) + 4) + body
@@ -164,14 +177,9 @@ class _Conn:
                     self.startup = False
                 out.append((None, msg))
                 continue
-            if len(self.cbuf) < 5:
+            msg, self.cbuf = split_typed(self.cbuf, "client")
+            if msg is None:
                 return out
-            n = struct.unpack("!I", self.cbuf[1:5])[0]
-            if n < 4 or n > MAX_MESSAGE:
-                raise ValueError("bad client message length %d" % n)
-            if len(self.cbuf) < n + 1:
-                return out
-            msg, self.cbuf = self.cbuf[:n + 1], self.cbuf[n + 1:]
             out.append((msg[:1], msg))
 
     def _server_messages(self):
@@ -187,14 +195,9 @@ class _Conn:
                     out.append((None, self.sbuf))
                     self.sbuf = b""
                 return out
-            if len(self.sbuf) < 5:
+            msg, self.sbuf = split_typed(self.sbuf, "server")
+            if msg is None:
                 return out
-            n = struct.unpack("!I", self.sbuf[1:5])[0]
-            if n < 4 or n > MAX_MESSAGE:
-                raise ValueError("bad server message length %d" % n)
-            if len(self.sbuf) < n + 1:
-                return out
-            msg, self.sbuf = self.sbuf[:n + 1], self.sbuf[n + 1:]
             out.append((msg[:1], msg))
 
     # -- the plan ----------------------------------------------------------

@@ -35,14 +35,13 @@ import os
 import re
 import sys
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
 import pgproxy  # noqa: E402
 from test_api import seeded_row  # noqa: E402
-from test_faults import DROPPED, Mixed, Writers, held_requests, log_text, \
-    status_json, summarize  # noqa: E402
+from test_faults import DROPPED, Mixed, Writers, crash_lines, \
+    held_requests, log_text, status_json, summarize  # noqa: E402
 
 POOL = 3
 CUT_POOL = 2
@@ -234,7 +233,8 @@ def check_cuts(st):
                "cut points: afterwards %d writes held at once (one per "
                "worker) are all 201" % CUT_POOL,
                "waiting %r, got %r" % (waiting, res))
-        tap.is_(c.workers(), before, "cut points: no worker exited")
+        tap.ok(c.workers() == before and not crash_lines(c),
+               "cut points: no worker exited", *crash_lines(c))
     finally:
         st.stop_cfpm(c)
         px.stop()
@@ -277,7 +277,8 @@ def check_sync_rep(st):
     tap.ok(r2.status == 201 and rows_for(st, marker + "-after") == 1,
            "sync rep: with the standby requirement gone the next write is "
            "201", "got %r" % r2)
-    tap.is_(c.workers(), before, "sync rep: no worker was killed")
+    tap.ok(c.workers() == before and not crash_lines(c),
+           "sync rep: no worker was killed", *crash_lines(c))
     st.stop_cfpm(c)
 
 
@@ -320,6 +321,7 @@ def check_crash_loop(st):
     tap.diag("-- 3. crash loop: 16 writers, PostgreSQL restarted with "
              "pg_ctl -m immediate %d times in %.0f s" % (ROUNDS, SECONDS))
     c = st.start_cfpm({"pm.max_children": POOL})
+    before = c.workers()
     kind = KIND + "-loop"
     t0 = time.monotonic()
     w = Writers(st, st.tokens["valid"], 16, SECONDS, kind)
@@ -367,6 +369,9 @@ def check_crash_loop(st):
     tap.ok(not a["errors"], "crash loop: every answer is 201, 503 or a "
            "dropped request (no 500, no 4xx)",
            "others %r" % summarize(a["errors"].values()))
+    tap.ok(c.workers() == before and not crash_lines(c),
+           "crash loop: the same workers served throughout (no crash)",
+           "before %r, after %r" % (before, c.workers()), *crash_lines(c))
     st.stop_cfpm(c)
 
 
@@ -383,6 +388,7 @@ def check_outage_log(st):
     tap = st.tap
     tap.diag("-- 4. PostgreSQL stopped under mixed load: logged once")
     c = st.start_cfpm({"pm.max_children": POOL})
+    before = c.workers()
     tok = st.tokens["valid"]
     mark = len(log_text(c.log))
     load = Mixed(st, tok)
@@ -433,6 +439,9 @@ def check_outage_log(st):
         p.get("database") == "ok" for p in
         (status_json(st, "full&json") or {}).get("processes", [{}])), 5)
     tap.ok(ok, "outage: every worker's database state is ok again")
+    tap.ok(c.workers() == before and not crash_lines(c),
+           "outage: the same workers served throughout (no crash)",
+           "before %r, after %r" % (before, c.workers()), *crash_lines(c))
     st.stop_cfpm(c)
 
 
@@ -450,16 +459,7 @@ def main(tap):
             if only and name not in only:
                 continue
             t0 = time.monotonic()
-            try:
-                fn(st)
-            except Exception:
-                tap.ok(False, "%s: unexpected exception" % name,
-                       traceback.format_exc())
-            finally:
-                if st.cfpm is not None:
-                    st.stop_cfpm(st.cfpm, timeout=10)
-                if not st.pg.running:
-                    st.pg.start()
+            fn(st)      # an exception ends the run: the Stack reports it
             tap.diag("%s took %.1fs" % (name, time.monotonic() - t0))
 
 
