@@ -119,18 +119,12 @@ class Plan:
         self.severity = severity
         self.text = text
         self.fired = threading.Event()   # the exchange was acted on
-        self.done = threading.Event()    # ... and is over
-        self.sync_forwarded = False
+        self.sync_forwarded = False     # the server got the client's Sync
         self.forwarded = []     # server message names passed on, in full
         self.partial = None     # (name, bytes sent) of a cut message
         self.closed = False     # the proxy closed both sides
         self.failed = False     # the server answered an ErrorResponse
         self.skipped = False    # the cut message was not in the exchange
-
-    def describe(self):
-        if self.mode == "cut":
-            return "cut %s" % cut_name(self.point)
-        return self.mode
 
 
 class _Conn:
@@ -262,9 +256,7 @@ class _Conn:
         return msg, False
 
     def _finish(self):
-        p, self.plan = self.plan, None
-        if p is not None:
-            p.done.set()
+        self.plan = None
 
     # -- the loop ----------------------------------------------------------
 

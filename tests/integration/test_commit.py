@@ -197,16 +197,24 @@ def check_cuts(st):
                     good = r.status == 503 and present in (0, 1, None)
                 if write and r.status == 201 and present != 1:
                     good = False    # never a 201 without its row
+                # The case is the one named: the server got the Sync only
+                # where it should, and did not fail the statement itself.
+                staged = plan.fired.is_set() and not plan.failed and \
+                    not plan.skipped and plan.sync_forwarded == (
+                        mode not in ("cut", "error")) and \
+                    plan.closed == (mode in ("cut", "error", "synccut"))
                 table.append((what, name, r.status, present))
-                tap.ok(plan.fired.is_set() and good and nxt_ok and reconn,
+                tap.ok(staged and good and nxt_ok and reconn,
                        "%s, %s: %d%s; the next request succeeds" % (
                            what, name, r.status,
                            "" if present is None else
                            ", row %s" % ("present" if present else
                                          "absent")),
-                       "fired %s, forwarded %r, partial %r, skipped %s" % (
+                       "fired %s, forwarded %r, partial %r, skipped %s, "
+                       "failed %s, Sync forwarded %s, closed %s" % (
                            plan.fired.is_set(), plan.forwarded,
-                           plan.partial, plan.skipped),
+                           plan.partial, plan.skipped, plan.failed,
+                           plan.sync_forwarded, plan.closed),
                        "expected %s, got %r, row count %r" % (
                            want, r, present),
                        "next request ok %s, reconnected %s" % (
