@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "log.h"
 
 #define API_JSON		"application/json"
@@ -146,20 +147,37 @@ api_authorize(struct api_ctx *ctx, struct http_request *r, const char *scope,
 	return 0;
 }
 
+/*
+ * Maps a database outcome to HTTP. Nothing here is logged per request:
+ * db.c logs the connection's losses and returns, the master the pool's
+ * (from the reason left in this worker's slot), and the other outcomes
+ * go through log_flood.
+ */
 static int
 api_db_error(struct api_ctx *ctx, struct http_request *r, enum db_status st)
 {
-	if (st == DB_UNAVAILABLE || st == DB_CANCELED) {
-		log_warn("database unavailable: %s", db_last_error(ctx->db));
+	static struct log_flood canceled, refused, failed;
+	struct sb_slot *slot = ctx->slot;
+
+	if (st == DB_UNAVAILABLE) {
+		snprintf(slot->db_error, sizeof(slot->db_error), "%s",
+		    db_last_error(ctx->db));
+		slot->db_error_us = clock_now_us();
+		return api_error(r, 503, "unavailable", NULL);
+	}
+	if (st == DB_CANCELED) {
+		(void)log_flood(&canceled, CONFIG_LOG_WARNING, "database "
+		    "statement cancelled: %s", db_last_error(ctx->db));
 		return api_error(r, 503, "unavailable", NULL);
 	}
 	if (st == DB_INVALID) {
 		/* A backstop: the body checks should have refused it. */
-		log_info("database refused the values: %s",
-		    db_last_error(ctx->db));
+		(void)log_flood(&refused, CONFIG_LOG_INFO, "database refused "
+		    "the values: %s", db_last_error(ctx->db));
 		return api_error(r, 400, "invalid_request", NULL);
 	}
-	log_err("database error: %s", db_last_error(ctx->db));
+	(void)log_flood(&failed, CONFIG_LOG_ERROR, "database error: %s",
+	    db_last_error(ctx->db));
 	return api_error(r, 500, "server_error", NULL);
 }
 

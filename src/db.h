@@ -3,6 +3,12 @@
  * Connects after fork, prepares the read and write statements once per
  * connection, and reconnects with backoff when the connection is lost.
  * Results come back in binary form: no text parsing of ids or times.
+ * A statement succeeds only when its whole exchange did (every result
+ * read, ReadyForQuery seen, the connection good and idle, no WARNING on
+ * the way); anything less after it was sent is DB_UNAVAILABLE. The
+ * module logs the connection's losses and returns itself (once per
+ * change, repeats at most once per LOG_FLOOD_INTERVAL_US): callers need
+ * not log DB_UNAVAILABLE again.
  */
 #ifndef CFPM_DB_H
 #define CFPM_DB_H
@@ -42,8 +48,8 @@ struct db_event {
 
 /*
  * Makes the handle and tries to connect and prepare once (a failure is
- * not fatal: later calls retry with backoff). conninfo "" means the PG*
- * environment. Returns NULL only when out of memory.
+ * logged and not fatal: later calls retry with backoff). conninfo ""
+ * means the PG* environment. Returns NULL only when out of memory.
  */
 struct db *db_open(const char *conninfo);
 
@@ -78,8 +84,10 @@ int db_idle_check(struct db *db);
 enum db_status db_ping(struct db *db);
 
 /*
- * SELECT the row with this id and subject. DB_OK fills ev (release it),
- * DB_NOT_FOUND, DB_UNAVAILABLE or DB_ERROR.
+ * SELECT the row with this id and subject. DB_OK fills ev (release it);
+ * DB_NOT_FOUND; DB_UNAVAILABLE when there is no connection or the
+ * exchange did not complete cleanly (never a row from a partial one);
+ * DB_CANCELED, DB_INVALID or DB_ERROR when the server refused it.
  */
 enum db_status db_read_event(struct db *db, int64_t id, const char *subject,
     struct db_event *ev);
@@ -89,8 +97,13 @@ void db_event_release(struct db_event *ev);
 
 /*
  * INSERT one event (payload is JSON text) in autocommit; DB_OK means the
- * row is committed and *id is set. If the connection drops mid-statement
- * the outcome is unknown: DB_UNAVAILABLE, and the caller must not retry.
+ * row is committed and *id is set: the whole exchange succeeded. If
+ * anything after the statement was sent falls short of that (the
+ * connection drops, an error follows the row, the server's ReadyForQuery
+ * never arrives, a WARNING such as a cancelled synchronous-replication
+ * wait), the outcome is unknown: DB_UNAVAILABLE, and the caller must not
+ * retry. DB_CANCELED, DB_INVALID and DB_ERROR: the server refused the
+ * statement, nothing was stored.
  */
 enum db_status db_insert_event(struct db *db, const char *subject,
     const char *kind, const char *payload, int64_t *id);

@@ -135,7 +135,7 @@ LOG_FUNC(log_notice, CONFIG_LOG_NOTICE)
 LOG_FUNC(log_info, CONFIG_LOG_INFO)
 LOG_FUNC(log_debug, CONFIG_LOG_DEBUG)
 
-void
+int
 log_flood(struct log_flood *f, enum config_log_level level, const char *fmt,
     ...)
 {
@@ -144,10 +144,10 @@ log_flood(struct log_flood *f, enum config_log_level level, const char *fmt,
 	va_list ap;
 
 	if (level > log_level)
-		return;
+		return 0;
 	if (now < f->next_us) {
 		f->suppressed++;
-		return;
+		return 0;
 	}
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -159,6 +159,7 @@ log_flood(struct log_flood *f, enum config_log_level level, const char *fmt,
 		log_write(level, "%s", msg);
 	f->suppressed = 0;
 	f->next_us = now + LOG_FLOOD_INTERVAL_US;
+	return 1;
 }
 
 void

@@ -37,13 +37,14 @@ void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * within LOG_FLOOD_INTERVAL_US are counted, and the next line written
  * says how many were left out. One struct per condition, zeroed to start;
  * per process. Keeps journald's rate limit from dropping other messages.
+ * Returns 1 if a line was written, 0 if it was counted or filtered out.
  */
 #define LOG_FLOOD_INTERVAL_US	(10 * 1000000)
 struct log_flood {
 	int64_t		next_us;	/* earliest time for the next line */
 	unsigned long	suppressed;	/* occurrences not logged since */
 };
-void log_flood(struct log_flood *f, enum config_log_level level,
+int log_flood(struct log_flood *f, enum config_log_level level,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Logs at error level and exits 1: startup failures only. */

@@ -32,6 +32,7 @@
 #define MASTER_TICK_MS	200	/* loop period while anything is pending */
 #define MASTER_IDLE_MS	1000	/* loop period otherwise */
 #define MASTER_STATUS_US (5 * 1000000)	/* STATUS= line period */
+#define MASTER_DB_REASON_US (1 * 1000000) /* wait for a worker's reason */
 
 enum master_stop {
 	MASTER_RUNNING = 0,
@@ -59,6 +60,10 @@ struct master {
 	int64_t			 next_watchdog_us;
 	uint64_t		 last_accepted;	/* for req/s in STATUS= */
 	unsigned		 children_reached;
+	int			 db_down;	/* "unavailable" logged */
+	int64_t			 db_lost_us;	/* first seen lost */
+	int64_t			 db_back_us;	/* last "database back" */
+	uint64_t		 db_503_base;	/* 503s before the loss */
 };
 
 static volatile sig_atomic_t sig_chld, sig_term, sig_int, sig_hup,
@@ -485,6 +490,65 @@ master_ready(struct master *m)
 	    m->cfg->max_children);
 }
 
+/*
+ * The pool's view of the database, from the workers' slots (each worker
+ * logs its own changes, db.c): one line when the first worker loses it,
+ * with the reason a worker without it gave for its latest 503 since the
+ * last return, or after MASTER_DB_REASON_US without one the count; one
+ * line when every worker has it back, with the time since the loss was
+ * seen and the 503s answered since the last tick without one.
+ */
+static void
+master_db_state(struct master *m)
+{
+	char reason[SCOREBOARD_DB_ERROR_LEN + 64];
+	const struct sb_slot *s, *why = NULL;
+	int64_t now = clock_now_us();
+	unsigned i, live = 0, down = 0;
+
+	for (i = 0; i < m->sb->nslots; i++) {
+		s = &m->sb->slots[i];
+		if (s->state == SB_FREE || s->state == SB_STARTING ||
+		    s->state == SB_EXITING)
+			continue;
+		live++;
+		if (s->db_ok)
+			continue;
+		down++;
+		if (s->db_error_us > m->db_back_us && (why == NULL ||
+		    s->db_error_us > why->db_error_us))
+			why = s;
+	}
+	if (!m->db_down && down == 0) {
+		m->db_lost_us = 0;
+		m->db_503_base = m->sb->totals.unavailable;
+		return;
+	}
+	if (!m->db_down) {
+		if (m->db_lost_us == 0)
+			m->db_lost_us = now;
+		if (why == NULL && now - m->db_lost_us < MASTER_DB_REASON_US)
+			return;
+		if (why != NULL)	/* the worker may be rewriting it */
+			snprintf(reason, sizeof(reason), "%.*s",
+			    (int)strnlen(why->db_error, sizeof(why->db_error)),
+			    why->db_error);
+		else
+			snprintf(reason, sizeof(reason), "%u of %u workers "
+			    "without a connection", down, live);
+		log_warn("database unavailable: %s", reason);
+		m->db_down = 1;
+		return;
+	}
+	if (down > 0 || live == 0)
+		return;
+	log_notice("database back after %.1f s, %llu requests answered 503",
+	    (double)(now - m->db_lost_us) / 1e6, (unsigned long long)
+	    (m->sb->totals.unavailable - m->db_503_base));
+	m->db_down = 0;
+	m->db_back_us = now;
+}
+
 static void
 master_maintain(struct master *m)
 {
@@ -500,6 +564,7 @@ master_maintain(struct master *m)
 	master_retire(m);
 	master_timeouts(m);
 	master_sample(m);
+	master_db_state(m);
 	master_ready(m);
 	master_status_line(m);
 	if (wd > 0 && now >= m->next_watchdog_us) {

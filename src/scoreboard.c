@@ -71,6 +71,9 @@ scoreboard_count(struct scoreboard *sb, int status)
 	if (class >= 1 && class <= 5)
 		__atomic_add_fetch(&sb->totals.by_class[class], 1,
 		    __ATOMIC_RELAXED);
+	if (status == 503)
+		__atomic_add_fetch(&sb->totals.unavailable, 1,
+		    __ATOMIC_RELAXED);
 }
 
 const char *

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #define SCOREBOARD_URI_LEN	128	/* request URI kept per slot */
+#define SCOREBOARD_DB_ERROR_LEN	160	/* last database failure per slot */
 
 enum sb_state {
 	SB_FREE = 0,	/* no process */
@@ -54,11 +55,16 @@ struct sb_slot {
 	int		last_status;
 	char		method[8];
 	char		uri[SCOREBOARD_URI_LEN];
+	/* Why this worker last answered 503 for the database, and when
+	 * (CLOCK_MONOTONIC): the master's "database unavailable" line. */
+	int64_t		db_error_us;
+	char		db_error[SCOREBOARD_DB_ERROR_LEN];
 };
 
 struct sb_totals {
 	uint64_t	accepted;		/* requests accepted */
 	uint64_t	by_class[6];		/* [1]..[5]: 1xx..5xx */
+	uint64_t	unavailable;		/* of those, 503 */
 	uint64_t	slow;			/* over request_slowlog_timeout */
 	uint64_t	terminated;		/* over request_terminate_timeout */
 	uint64_t	respawns[SB_REASON_MAX];
@@ -92,7 +98,8 @@ int scoreboard_find(const struct scoreboard *sb, pid_t pid);
 /* 1 if the slot's worker is handling a request. */
 int scoreboard_busy(const struct sb_slot *slot);
 
-/* Adds one finished request with its HTTP status to the pool totals. */
+/* Adds one finished request with its HTTP status to the pool totals
+ * (by class, and 503s on their own). */
 void scoreboard_count(struct scoreboard *sb, int status);
 
 /* A fixed name for a state ("Idle", "Running", ...). */
