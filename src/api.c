@@ -13,12 +13,14 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "esc.h"
 #include "log.h"
 
 #define API_JSON		"application/json"
 #define API_SCOPE_READ		"events:read"
 #define API_SCOPE_WRITE		"events:write"
 #define API_MAX_ID_DIGITS	19	/* 9223372036854775807 */
+#define API_MAX_LOGGED_ERROR	256	/* bytes of a database error logged */
 
 int
 api_init(struct api_ctx *ctx)
@@ -149,17 +151,21 @@ api_authorize(struct api_ctx *ctx, struct http_request *r, const char *scope,
 static int
 api_db_error(struct api_ctx *ctx, struct http_request *r, enum db_status st)
 {
+	const char *e = db_last_error(ctx->db);
+	char msg[ESC_SIZE(API_MAX_LOGGED_ERROR)];
+
+	/* The server's message may quote the request's values. */
+	esc_text(msg, sizeof(msg), e, strnlen(e, API_MAX_LOGGED_ERROR));
 	if (st == DB_UNAVAILABLE || st == DB_CANCELED) {
-		log_warn("database unavailable: %s", db_last_error(ctx->db));
+		log_warn("database unavailable: %s", msg);
 		return api_error(r, 503, "unavailable", NULL);
 	}
 	if (st == DB_INVALID) {
 		/* A backstop: the body checks should have refused it. */
-		log_info("database refused the values: %s",
-		    db_last_error(ctx->db));
+		log_info("database refused the values: %s", msg);
 		return api_error(r, 400, "invalid_request", NULL);
 	}
-	log_err("database error: %s", db_last_error(ctx->db));
+	log_err("database error: %s", msg);
 	return api_error(r, 500, "server_error", NULL);
 }
 
