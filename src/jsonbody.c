@@ -338,8 +338,9 @@ jsonbody_rendered_len(const char *s, size_t n)
 		}
 		start = i;
 		if (s[i] == '-' || jb_digit(s[i])) {
-			while (i < n && strchr("0123456789+-.eE", s[i]) != NULL &&
-			    s[i] != '\0')
+			while (i < n && (jb_digit(s[i]) || s[i] == '.' ||
+			    s[i] == 'e' || s[i] == 'E' || s[i] == '+' ||
+			    s[i] == '-'))
 				i++;
 			if ((len = jsonbody_number_len(s + start, i - start)) < 0)
 				return -1;
