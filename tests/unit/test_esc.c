@@ -189,50 +189,84 @@ test_sequences(void)
 	    "(%ld wrong)", n, bad);
 }
 
+/* Input, its length, the expected output, what it shows. */
+struct esc_case {
+	const char	*in;
+	size_t		 n;
+	const char	*want;
+	const char	*what;
+};
+
+static const struct esc_case esc_cases[] = {
+	{ "/events/1?x=y", 13, "/events/1?x=y",
+	    "plain ASCII unchanged" },
+	{ "GET /a\nGET /forged", 18, "GET /a\\x0aGET /forged",
+	    "a newline cannot start a line" },
+	{ "a\r\x1b[31mb\x7f", 9, "a\\x0d\\x1b[31mb\\x7f",
+	    "CR, ESC and DEL escaped" },
+	{ "a\0b", 3, "a\\x00b",
+	    "a NUL is a byte like the others" },
+	{ "\\x0a", 4, "\\\\x0a",
+	    "a backslash is doubled: a client cannot fake an escape" },
+	{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14,
+	    "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+	    "2-, 3- and 4-byte characters unchanged" },
+	{ "\xef\xbf\xbf\xf4\x8f\xbf\xbf", 7, "\xef\xbf\xbf\xf4\x8f\xbf\xbf",
+	    "U+FFFF and U+10FFFF unchanged" },
+	{ "\xc2\xa0\xe2\x80\xa8", 5, "\xc2\xa0\xe2\x80\xa8",
+	    "U+00A0 and U+2028 unchanged (not control characters)" },
+	{ "\xc2\x85\xc2\x9b", 4, "\\xc2\\x85\\xc2\\x9b",
+	    "C1 controls NEL and CSI escaped" },
+	{ "\xff", 1, "\\xff",
+	    "lone 0xff" },
+	{ "a\xc3", 2, "a\\xc3",
+	    "lone lead 0xc3 at the end" },
+	{ "\xc3(", 2, "\\xc3(",
+	    "lead 0xc3 before ASCII" },
+	{ "\xe2\x82", 2, "\\xe2\\x82",
+	    "3-byte sequence cut short" },
+	{ "\xf0\x9f\x98", 3, "\\xf0\\x9f\\x98",
+	    "4-byte sequence cut short" },
+	{ "\x80\xbf", 2, "\\x80\\xbf",
+	    "continuation bytes alone" },
+	{ "\xc0\xaf", 2, "\\xc0\\xaf",
+	    "overlong '/' (2 bytes)" },
+	{ "\xc1\xbf", 2, "\\xc1\\xbf",
+	    "overlong U+007F (2 bytes)" },
+	{ "\xe0\x80\xaf", 3, "\\xe0\\x80\\xaf",
+	    "overlong '/' (3 bytes)" },
+	{ "\xe0\x9f\xbf", 3, "\\xe0\\x9f\\xbf",
+	    "overlong U+07FF" },
+	{ "\xf0\x80\x80\xaf", 4, "\\xf0\\x80\\x80\\xaf",
+	    "overlong '/' (4 bytes)" },
+	{ "\xf0\x8f\xbf\xbf", 4, "\\xf0\\x8f\\xbf\\xbf",
+	    "overlong U+FFFF" },
+	{ "\xed\xa0\x80", 3, "\\xed\\xa0\\x80",
+	    "high surrogate U+D800" },
+	{ "\xed\xbf\xbf", 3, "\\xed\\xbf\\xbf",
+	    "low surrogate U+DFFF" },
+	{ "\xed\x9f\xbf", 3, "\xed\x9f\xbf",
+	    "U+D7FF unchanged" },
+	{ "\xf4\x90\x80\x80", 4, "\\xf4\\x90\\x80\\x80",
+	    "U+110000" },
+	{ "\xf5\x80\x80\x80", 4, "\\xf5\\x80\\x80\\x80",
+	    "lead 0xf5" },
+	{ "\xf8\x88\x80\x80\x80", 5, "\\xf8\\x88\\x80\\x80\\x80",
+	    "5-byte form" },
+	{ "\xe2\x28\xa1", 3, "\\xe2(\\xa1",
+	    "bad second byte: the rest is read again" },
+	{ "", 0, "",
+	    "empty" },
+};
+
 static void
 test_cases(void)
 {
-	is_esc("/events/1?x=y", 13, "/events/1?x=y", "plain ASCII unchanged");
-	is_esc("GET /a\nGET /forged", 18, "GET /a\\x0aGET /forged",
-	    "a newline cannot start a line");
-	is_esc("a\r\x1b[31mb\x7f", 9, "a\\x0d\\x1b[31mb\\x7f",
-	    "CR, ESC and DEL escaped");
-	is_esc("a\0b", 3, "a\\x00b", "a NUL is a byte like the others");
-	is_esc("\\x0a", 4, "\\\\x0a", "a backslash is doubled: a client "
-	    "cannot fake an escape");
-	is_esc("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14,
-	    "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
-	    "2-, 3- and 4-byte characters unchanged");
-	is_esc("\xef\xbf\xbf\xf4\x8f\xbf\xbf", 7, "\xef\xbf\xbf\xf4\x8f\xbf\xbf",
-	    "U+FFFF and U+10FFFF unchanged");
-	is_esc("\xc2\xa0\xe2\x80\xa8", 5, "\xc2\xa0\xe2\x80\xa8",
-	    "U+00A0 and U+2028 unchanged (not control characters)");
-	is_esc("\xc2\x85\xc2\x9b", 4, "\\xc2\\x85\\xc2\\x9b",
-	    "C1 controls NEL and CSI escaped");
-	is_esc("\xff", 1, "\\xff", "lone 0xff");
-	is_esc("a\xc3", 2, "a\\xc3", "lone lead 0xc3 at the end");
-	is_esc("\xc3(", 2, "\\xc3(", "lead 0xc3 before ASCII");
-	is_esc("\xe2\x82", 2, "\\xe2\\x82", "3-byte sequence cut short");
-	is_esc("\xf0\x9f\x98", 3, "\\xf0\\x9f\\x98", "4-byte sequence cut "
-	    "short");
-	is_esc("\x80\xbf", 2, "\\x80\\xbf", "continuation bytes alone");
-	is_esc("\xc0\xaf", 2, "\\xc0\\xaf", "overlong '/' (2 bytes)");
-	is_esc("\xc1\xbf", 2, "\\xc1\\xbf", "overlong U+007F (2 bytes)");
-	is_esc("\xe0\x80\xaf", 3, "\\xe0\\x80\\xaf", "overlong '/' (3 bytes)");
-	is_esc("\xe0\x9f\xbf", 3, "\\xe0\\x9f\\xbf", "overlong U+07FF");
-	is_esc("\xf0\x80\x80\xaf", 4, "\\xf0\\x80\\x80\\xaf",
-	    "overlong '/' (4 bytes)");
-	is_esc("\xf0\x8f\xbf\xbf", 4, "\\xf0\\x8f\\xbf\\xbf", "overlong U+FFFF");
-	is_esc("\xed\xa0\x80", 3, "\\xed\\xa0\\x80", "high surrogate U+D800");
-	is_esc("\xed\xbf\xbf", 3, "\\xed\\xbf\\xbf", "low surrogate U+DFFF");
-	is_esc("\xed\x9f\xbf", 3, "\xed\x9f\xbf", "U+D7FF unchanged");
-	is_esc("\xf4\x90\x80\x80", 4, "\\xf4\\x90\\x80\\x80", "U+110000");
-	is_esc("\xf5\x80\x80\x80", 4, "\\xf5\\x80\\x80\\x80", "lead 0xf5");
-	is_esc("\xf8\x88\x80\x80\x80", 5, "\\xf8\\x88\\x80\\x80\\x80",
-	    "5-byte form");
-	is_esc("\xe2\x28\xa1", 3, "\\xe2(\\xa1", "bad second byte: the "
-	    "rest is read again");
-	is_esc("", 0, "", "empty");
+	size_t i;
+
+	for (i = 0; i < sizeof(esc_cases) / sizeof(esc_cases[0]); i++)
+		is_esc(esc_cases[i].in, esc_cases[i].n, esc_cases[i].want,
+		    esc_cases[i].what);
 }
 
 /*
