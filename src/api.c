@@ -241,7 +241,7 @@ buf_timestamp(struct buf *b, int64_t us)
  * spelled in 2 or more, "\n" -> "\u000a"), the subject (the token's sub,
  * 6 bytes per byte at most) and the fixed text around them.
  */
-#define API_REPLY_FIXED	128	/* {"id":..,"subject":..,"created_at":..} */
+#define API_REPLY_FIXED	128	/* {"id":..,"created_at":..} and the rest */
 _Static_assert(JSONBODY_MAX_RENDERED + 3 * HTTP_MAX_BODY + 6 * JWT_MAX_SUB +
     API_REPLY_FIXED <= API_MAX_REPLY, "an accepted event fits a GET reply");
 

@@ -342,7 +342,8 @@ jsonbody_rendered_len(const char *s, size_t n)
 			    s[i] == 'e' || s[i] == 'E' || s[i] == '+' ||
 			    s[i] == '-'))
 				i++;
-			if ((len = jsonbody_number_len(s + start, i - start)) < 0)
+			len = jsonbody_number_len(s + start, i - start);
+			if (len < 0)
 				return -1;
 			total += len;
 			continue;

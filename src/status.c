@@ -262,7 +262,8 @@ status_json(const struct status_view *v, const struct status_pool *p,
 		 * silently missing from it would be a wrong answer. */
 		for (i = 0; i < v->sb->nslots; i++)
 			if (v->sb->slots[i].state != SB_FREE &&
-			    json_array_append_new(procs, json_worker(v, i)) == -1)
+			    json_array_append_new(procs,
+			    json_worker(v, i)) == -1)
 				goto fail;
 	}
 	n = json_dumpb(root, o->p, o->cap, JSON_COMPACT | JSON_PRESERVE_ORDER);
