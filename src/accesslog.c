@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "esc.h"
 
 static int accesslog_fd = -1;
 static char accesslog_path[CONFIG_MAX_VALUE];
@@ -22,6 +23,17 @@ al_put(char *buf, size_t len, size_t pos, const char *s, size_t n)
 		n = len - pos;
 	memcpy(buf + pos, s, n);
 	return pos + n;
+}
+
+/*
+ * Appends client bytes escaped (esc.h): a newline cannot forge a line,
+ * nor a byte sequence reach a terminal, and a cut never splits an escape.
+ * buf has len + 1 bytes, so esc_text's NUL always lands inside it.
+ */
+static size_t
+al_client(char *buf, size_t len, size_t pos, const char *s, size_t n)
+{
+	return pos + esc_text(buf + pos, len - pos + 1, s, n);
 }
 
 static size_t
@@ -47,13 +59,13 @@ al_field(char *buf, size_t len, size_t pos, char conv,
 		n = snprintf(tmp, sizeof(tmp), "%.3f", e->cpu_us / 1e3);
 		break;
 	case 'm':
-		return al_put(buf, len, pos, e->method, strlen(e->method));
+		return al_client(buf, len, pos, e->method, strlen(e->method));
 	case 'r':
-		return al_put(buf, len, pos, e->path, e->path_len);
+		return al_client(buf, len, pos, e->path, e->path_len);
 	case 'i':
 		if (e->request_id == NULL)
 			return al_put(buf, len, pos, "-", 1);
-		return al_put(buf, len, pos, e->request_id,
+		return al_client(buf, len, pos, e->request_id,
 		    strlen(e->request_id));
 	case '%':
 		return al_put(buf, len, pos, "%", 1);
@@ -81,10 +93,6 @@ accesslog_format(char *buf, size_t len, const char *fmt,
 		else
 			pos = al_field(buf, room, pos, *++p, e);
 	}
-	/* Control bytes in a raw path must not forge log lines. */
-	for (size_t i = 0; i < pos; i++)
-		if ((unsigned char)buf[i] < 0x20)
-			buf[i] = '?';
 	buf[pos++] = '\n';
 	buf[pos] = '\0';
 	return pos;

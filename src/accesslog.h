@@ -30,8 +30,10 @@ struct accesslog_entry {
  * PURE. Formats e by fmt into buf (len bytes, NUL-terminated, newline
  * added): %t time (UTC, ISO 8601), %p pid, %m method, %r path, %s status,
  * %d duration in ms, %C CPU in ms, %i request id ("-" if none), %% a
- * percent sign. Returns the line length (truncated lines still end in a
- * newline).
+ * percent sign. Method, path and request id are client bytes and go
+ * through esc_text() (esc.h): control characters and invalid UTF-8 as
+ * \xNN, a backslash as \\. Returns the line length (truncated lines
+ * still end in a newline, and never in half an escape).
  */
 size_t accesslog_format(char *buf, size_t len, const char *fmt,
     const struct accesslog_entry *e);

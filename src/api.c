@@ -14,12 +14,15 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "esc.h"
+#include "jsonbody.h"
 #include "log.h"
 
 #define API_JSON		"application/json"
 #define API_SCOPE_READ		"events:read"
 #define API_SCOPE_WRITE		"events:write"
 #define API_MAX_ID_DIGITS	19	/* 9223372036854775807 */
+#define API_MAX_LOGGED_ERROR	256	/* bytes of a database error logged */
 
 int
 api_init(struct api_ctx *ctx)
@@ -158,26 +161,28 @@ api_db_error(struct api_ctx *ctx, struct http_request *r, enum db_status st)
 {
 	static struct log_flood canceled, refused, failed;
 	struct sb_slot *slot = ctx->slot;
+	const char *e = db_last_error(ctx->db);
+	char msg[ESC_SIZE(API_MAX_LOGGED_ERROR)];
 
+	/* The server's message may quote the request's values. */
+	esc_text(msg, sizeof(msg), e, strnlen(e, API_MAX_LOGGED_ERROR));
 	if (st == DB_UNAVAILABLE) {
-		snprintf(slot->db_error, sizeof(slot->db_error), "%s",
-		    db_last_error(ctx->db));
+		snprintf(slot->db_error, sizeof(slot->db_error), "%s", msg);
 		slot->db_error_us = clock_now_us();
 		return api_error(r, 503, "unavailable", NULL);
 	}
 	if (st == DB_CANCELED) {
 		(void)log_flood(&canceled, CONFIG_LOG_WARNING, "database "
-		    "statement cancelled: %s", db_last_error(ctx->db));
+		    "statement cancelled: %s", msg);
 		return api_error(r, 503, "unavailable", NULL);
 	}
 	if (st == DB_INVALID) {
 		/* A backstop: the body checks should have refused it. */
 		(void)log_flood(&refused, CONFIG_LOG_INFO, "database refused "
-		    "the values: %s", db_last_error(ctx->db));
+		    "the values: %s", msg);
 		return api_error(r, 400, "invalid_request", NULL);
 	}
-	(void)log_flood(&failed, CONFIG_LOG_ERROR, "database error: %s",
-	    db_last_error(ctx->db));
+	(void)log_flood(&failed, CONFIG_LOG_ERROR, "database error: %s", msg);
 	return api_error(r, 500, "server_error", NULL);
 }
 
@@ -245,6 +250,17 @@ buf_timestamp(struct buf *b, int64_t us)
 	    tm.tm_min, tm.tm_sec, (int)frac);
 }
 
+/*
+ * GET /events/{id} must return every row POST /events accepted, whole:
+ * the payload (jsonbody.c bounds its jsonb output), the kind (from the
+ * body; buf_json_string() makes at most 6 bytes of a character the body
+ * spelled in 2 or more, "\n" -> "\u000a"), the subject (the token's sub,
+ * 6 bytes per byte at most) and the fixed text around them.
+ */
+#define API_REPLY_FIXED	128	/* {"id":..,"created_at":..} and the rest */
+_Static_assert(JSONBODY_MAX_RENDERED + 3 * HTTP_MAX_BODY + 6 * JWT_MAX_SUB +
+    API_REPLY_FIXED <= API_MAX_REPLY, "an accepted event fits a GET reply");
+
 static void
 buf_event(struct buf *b, const struct db_event *ev)
 {
@@ -309,187 +325,6 @@ api_is_json_type(const char *ct)
 	return *ct == '\0' || *ct == ';';
 }
 
-int
-api_json_depth_ok(const char *text, size_t len, int max)
-{
-	int depth = 0, in_string = 0;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		char c = text[i];
-
-		if (in_string) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_string = 0;
-		} else if (c == '"')
-			in_string = 1;
-		else if (c == '{' || c == '[') {
-			if (++depth > max)
-				return 0;
-		} else if (c == '}' || c == ']')
-			depth--;
-	}
-	return 1;
-}
-
-static size_t
-json_ws(const char *s, size_t i, size_t n)
-{
-	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
-	    s[i] == '\r'))
-		i++;
-	return i;
-}
-
-/* s[i] is '"': the index just past the closing quote, or 0. */
-static size_t
-json_skip_string(const char *s, size_t i, size_t n)
-{
-	for (i++; i < n; i++) {
-		if (s[i] == '\\')
-			i++;
-		else if (s[i] == '"')
-			return i + 1;
-	}
-	return 0;
-}
-
-/* The index just past the value starting at s[i], or 0. */
-static size_t
-json_skip_value(const char *s, size_t i, size_t n)
-{
-	int depth = 0;
-
-	do {
-		i = json_ws(s, i, n);
-		if (i >= n)
-			return 0;
-		if (s[i] == '"') {
-			if ((i = json_skip_string(s, i, n)) == 0)
-				return 0;
-		} else if (s[i] == '{' || s[i] == '[')
-			depth++, i++;
-		else if (s[i] == '}' || s[i] == ']')
-			depth--, i++;
-		else if (s[i] == ',' || s[i] == ':')
-			i++;
-		else
-			while (i < n && s[i] != '\0' &&
-			    strchr(",:{}[]\" \t\r\n", s[i]) == NULL)
-				i++;
-	} while (depth > 0);
-	return i;
-}
-
-/* The value of four hex digits at s, or -1. */
-static int
-json_hex4(const char *s)
-{
-	int v = 0, i, d;
-
-	for (i = 0; i < 4; i++) {
-		if (s[i] >= '0' && s[i] <= '9')
-			d = s[i] - '0';
-		else if ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'f')
-			d = (s[i] | 0x20) - 'a' + 10;
-		else
-			return -1;
-		v = v * 16 + d;
-	}
-	return v;
-}
-
-/* 1 if the raw key text (between the quotes) decodes to name. */
-static int
-json_key_is(const char *k, size_t len, const char *name)
-{
-	size_t i, j = 0, n = strlen(name);
-	int v;
-	char c;
-
-	for (i = 0; i < len; i++, j++) {
-		c = k[i];
-		if (c == '\\' && i + 5 < len && k[i + 1] == 'u' &&
-		    (v = json_hex4(k + i + 2)) > 0 && v < 0x80) {
-			c = (char)v;
-			i += 5;
-		} else if (c == '\\')
-			return 0;	/* other escapes never spell a name */
-		if (j >= n || name[j] != c)
-			return 0;
-	}
-	return j == n;
-}
-
-/*
- * Finds the raw text of a top-level member of a JSON object that jansson
- * has already accepted, so the stored payload is the client's bytes and
- * not a re-encoding (numbers keep their precision).
- */
-static int
-json_member_span(const char *s, size_t n, const char *name, size_t *start,
-    size_t *end)
-{
-	size_t i = json_ws(s, 0, n), k, klen;
-
-	if (i >= n || s[i++] != '{')
-		return -1;
-	for (;;) {
-		i = json_ws(s, i, n);
-		if (i >= n || s[i] != '"')
-			return -1;
-		k = i + 1;
-		if ((i = json_skip_string(s, i, n)) == 0)
-			return -1;
-		klen = i - 1 - k;
-		i = json_ws(s, i, n);
-		if (i >= n || s[i++] != ':')
-			return -1;
-		*start = json_ws(s, i, n);
-		if ((*end = json_skip_value(s, *start, n)) == 0)
-			return -1;
-		if (json_key_is(s + k, klen, name))
-			return 0;
-		i = json_ws(s, *end, n);
-		if (i >= n || s[i++] != ',')
-			return -1;
-	}
-}
-
-int
-api_parse_event(const char *body, size_t len, json_t **root,
-    const char **kind, char **payload)
-{
-	json_error_t jerr;
-	json_t *k, *p;
-	size_t start, end;
-
-	*root = NULL;
-	*payload = NULL;
-	/* jansson drops a raw NUL after a number or literal: refuse it here. */
-	if (memchr(body, '\0', len) != NULL ||
-	    !api_json_depth_ok(body, len, API_MAX_DEPTH))
-		return -1;
-	/* Strict: duplicates are ambiguous; NUL and bad UTF-8 are errors.
-	 * Big integers are only validated here, so reals are fine. */
-	*root = json_loadb(body, len, JSON_REJECT_DUPLICATES |
-	    JSON_DECODE_INT_AS_REAL, &jerr);
-	if (*root == NULL || !json_is_object(*root))
-		return -1;
-	k = json_object_get(*root, "kind");
-	p = json_object_get(*root, "payload");
-	if (!json_is_string(k) || json_string_length(k) == 0 ||
-	    !json_is_object(p))
-		return -1;
-	if (json_member_span(body, len, "payload", &start, &end) == -1 ||
-	    (*payload = strndup(body + start, end - start)) == NULL)
-		return -1;
-	*kind = json_string_value(k);
-	return 0;
-}
-
 static int
 api_post_event(struct api_ctx *ctx, struct http_request *r)
 {
@@ -517,7 +352,7 @@ api_post_event(struct api_ctx *ctx, struct http_request *r)
 	case HTTP_BODY_OK:
 		break;
 	}
-	if (api_parse_event(ctx->body, len, &root, &kind, &payload) == -1) {
+	if (jsonbody_parse_event(ctx->body, len, &root, &kind, &payload) == -1) {
 		rc = api_error(r, 400, "invalid_request", NULL);
 		goto done;
 	}

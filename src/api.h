@@ -15,7 +15,6 @@
 #include "scoreboard.h"
 
 #define API_MAX_REPLY	(1024 * 1024)	/* largest reply body */
-#define API_MAX_DEPTH	64		/* JSON nesting in a request body */
 
 /* What a worker hands each request: all owned by the worker. */
 struct api_ctx {
@@ -41,25 +40,6 @@ void api_free(struct api_ctx *ctx);
  * (client gone).
  */
 int api_handle(struct api_ctx *ctx, struct http_request *r);
-
-/*
- * PURE. 1 if the len bytes of JSON text nest arrays and objects no deeper
- * than max (strings are skipped; the text need not be valid JSON).
- */
-int api_json_depth_ok(const char *text, size_t len, int max);
-
-/*
- * PURE. Validates a POST body of len bytes (not necessarily NUL-
- * terminated): depth <= API_MAX_DEPTH, valid UTF-8 JSON without NUL or
- * duplicate members, an object with a non-empty string "kind" and an
- * object "payload". Returns 0 with *kind (borrowed from *root) and
- * *payload (a malloc'd copy of the client's own bytes of the payload
- * member) set, or -1. The caller frees *payload and json_decref()s *root
- * in both cases.
- */
-struct json_t;
-int api_parse_event(const char *body, size_t len, struct json_t **root,
-    const char **kind, char **payload);
 
 /* PURE. Parses a decimal event id (leading zeros allowed): 1..2^63-1. */
 int api_parse_id(const char *s, size_t len, int64_t *id);

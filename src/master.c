@@ -401,6 +401,7 @@ static void
 master_timeouts(struct master *m)
 {
 	int64_t now = clock_now_us(), slow, term, elapsed;
+	struct status_request q;
 	struct sb_slot *s;
 	unsigned i;
 
@@ -413,17 +414,19 @@ master_timeouts(struct master *m)
 		elapsed = now - s->req_start_us;
 		if (slow > 0 && elapsed > slow && !s->slow_logged) {
 			s->slow_logged = 1;
+			status_request(s, &q);	/* client bytes, escaped */
 			m->sb->totals.slow++;
 			log_warn("slow request: worker %d, %s %s, phase %s, "
-			    "%.3f s elapsed", (int)s->pid, s->method, s->uri,
+			    "%.3f s elapsed", (int)s->pid, q.method, q.uri,
 			    scoreboard_state_name(s->state), elapsed / 1e6);
 		}
 		if (term > 0 && !s->killed &&
 		    elapsed > term + MASTER_TERMINATE_GRACE_MS * 1000) {
 			s->killed = 1;
 			m->sb->totals.terminated++;
+			status_request(s, &q);
 			log_warn("request_terminate_timeout: killing worker %d "
-			    "(%s %s, phase %s)", (int)s->pid, s->method, s->uri,
+			    "(%s %s, phase %s)", (int)s->pid, q.method, q.uri,
 			    scoreboard_state_name(s->state));
 			kill(s->pid, SIGKILL);
 		}

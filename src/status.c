@@ -11,11 +11,25 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "esc.h"
 
 /* Pool-wide figures derived from the slots. */
 struct status_pool {
 	unsigned	idle, active, total;
 };
+
+/*
+ * The worker stores the client's raw bytes; they are escaped here, on a
+ * private copy, because a slot can be read while its worker rewrites it
+ * and a torn mix of two strings need not be valid UTF-8 (which would
+ * make jansson drop the record) even if each string was.
+ */
+void
+status_request(const struct sb_slot *s, struct status_request *q)
+{
+	esc_field(q->method, sizeof(q->method), s->method, sizeof(s->method));
+	esc_field(q->uri, sizeof(q->uri), s->uri, sizeof(s->uri));
+}
 
 static int
 status_has_word(const char *query, const char *word)
@@ -131,7 +145,9 @@ static void
 text_worker(struct buf *o, const struct status_view *v, unsigned i)
 {
 	const struct sb_slot *s = &v->sb->slots[i];
+	struct status_request q;
 
+	status_request(s, &q);
 	buf_printf(o, "\n************************\n"
 	    "pid:                  %d\n"
 	    "state:                %s\n"
@@ -149,7 +165,7 @@ text_worker(struct buf *o, const struct status_view *v, unsigned i)
 	    scoreboard_state_name(s->state), s->generation,
 	    (long long)((v->now_us - s->started_us) / 1000000),
 	    (unsigned long long)s->requests,
-	    (long long)status_elapsed_us(v, s), s->method, s->uri,
+	    (long long)status_elapsed_us(v, s), q.method, q.uri,
 	    s->last_status, (long long)s->last_duration_us,
 	    (long long)s->last_cpu_us, v->rss_kb[i],
 	    s->db_ok ? "ok" : "down");
@@ -159,7 +175,9 @@ static json_t *
 json_worker(const struct status_view *v, unsigned i)
 {
 	const struct sb_slot *s = &v->sb->slots[i];
+	struct status_request q;
 
+	status_request(s, &q);
 	return json_pack("{s:i, s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:i, s:I,"
 	    " s:I, s:I, s:s}",
 	    "pid", (int)s->pid, "state", scoreboard_state_name(s->state),
@@ -167,7 +185,7 @@ json_worker(const struct status_view *v, unsigned i)
 	    "start since", (json_int_t)((v->now_us - s->started_us) / 1000000),
 	    "requests", (json_int_t)s->requests,
 	    "request duration", (json_int_t)status_elapsed_us(v, s),
-	    "request method", s->method, "request uri", s->uri,
+	    "request method", q.method, "request uri", q.uri,
 	    "last request status", s->last_status,
 	    "last request duration", (json_int_t)s->last_duration_us,
 	    "last request cpu", (json_int_t)s->last_cpu_us,
@@ -239,16 +257,23 @@ status_json(const struct status_view *v, const struct status_pool *p,
 		return -1;
 	if (full) {
 		procs = json_array();
-		for (i = 0; i < v->sb->nslots; i++)
-			if (v->sb->slots[i].state != SB_FREE)
-				json_array_append_new(procs, json_worker(v, i));
 		json_object_set_new(root, "processes", procs);
+		/* A record that cannot be built fails the page: a worker
+		 * silently missing from it would be a wrong answer. */
+		for (i = 0; i < v->sb->nslots; i++)
+			if (v->sb->slots[i].state != SB_FREE &&
+			    json_array_append_new(procs,
+			    json_worker(v, i)) == -1)
+				goto fail;
 	}
 	n = json_dumpb(root, o->p, o->cap, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(root);
 	if (n == 0 || n > o->cap)
 		return -1;
 	return (long)n;
+fail:
+	json_decref(root);
+	return -1;
 }
 
 static void

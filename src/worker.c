@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "conn.h"
 #include "db.h"
+#include "esc.h"
 #include "http.h"
 #include "log.h"
 
@@ -200,10 +201,16 @@ worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
 	    strlen(r.method));
 	worker_copy(slot->uri, sizeof(slot->uri), r.path, r.path_len);
 	db_watch_client(ctx->db, http_client_fd(&r));
-	if (api_handle(ctx, &r) == -1 || db_client_gone(ctx->db))
-		log_info("%s %.*s: client went away%s", r.method,
-		    (int)r.path_len, r.path, db_client_gone(ctx->db) ?
-		    "; statement cancelled" : "");
+	if (api_handle(ctx, &r) == -1 || db_client_gone(ctx->db)) {
+		/* Client bytes: escaped (esc.h) and bounded. */
+		char m[ESC_SIZE(sizeof(slot->method))];
+		char p[ESC_SIZE(sizeof(slot->uri))];
+
+		esc_text(m, sizeof(m), r.method, strlen(r.method));
+		esc_text(p, sizeof(p), r.path, r.path_len);
+		log_info("%s %s: client went away%s", m, p,
+		    db_client_gone(ctx->db) ? "; statement cancelled" : "");
+	}
 	db_watch_client(ctx->db, -1);
 	if (timeout > 0)
 		worker_timer(0);

@@ -1,18 +1,22 @@
 /*
- * fuzz_body.c: libFuzzer target for request parsing in api.c: the POST
- * body validator api_parse_event(), and on the same bytes the nesting
- * pre-check api_json_depth_ok(), the id parser api_parse_id() and the
- * Content-Type check api_is_json_type().
+ * fuzz_body.c: libFuzzer target for request parsing (jsonbody.c, api.c):
+ * the POST body validator jsonbody_parse_event(), and on the same bytes
+ * the nesting pre-check jsonbody_depth_ok(), the jsonb length model
+ * jsonbody_number_len() and jsonbody_rendered_len(), the id parser
+ * api_parse_id() and the Content-Type check api_is_json_type().
  *
  * The bytes are handed over in a copy that ends right before an unmapped
  * page (fuzz_guard_copy), as the functions take a length and promise not
  * to need a NUL: a read past the end is a SIGSEGV, even inside libc.
  * Invariants checked (abort() if broken): an accepted body is within
- * API_MAX_DEPTH, holds no NUL byte (api.h) and has a non-empty string
- * kind; the payload handed to the database is a piece of the body,
+ * JSONBODY_MAX_DEPTH, holds no NUL byte (jsonbody.h) and has a non-empty
+ * string kind; the payload handed to the database is a piece of the body,
  * "{...}", that parses by itself to the same JSON object as the "payload"
- * member jansson saw; an accepted id is 1..2^63-1 and spells the input
- * without its leading zeros; depth_ok is monotonic in its limit.
+ * member jansson saw, and its jsonb output is 2..JSONBODY_MAX_RENDERED
+ * bytes; a number length is only given for a JSON number token (jansson
+ * reads the same bytes as a number, or as one past a double's range) and
+ * is at least 1; an accepted id is 1..2^63-1 and spells the input without
+ * its leading zeros; depth_ok is monotonic in its limit.
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -24,9 +28,10 @@
 #include <jansson.h>
 
 #include "api.h"
+#include "jsonbody.h"
 #include "fuzz.h"
 
-/* The flags api_parse_event() loads a body with. */
+/* The flags jsonbody_parse_event() loads a body with. */
 #define BODY_JSON_FLAGS	(JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL)
 
 static void
@@ -35,10 +40,11 @@ check_event(const char *body, size_t size)
 	json_t *root = NULL, *alone;
 	const char *kind = NULL;
 	char *payload = NULL;
+	int64_t rendered;
 	size_t plen;
 
-	if (api_parse_event(body, size, &root, &kind, &payload) == 0) {
-		if (!api_json_depth_ok(body, size, API_MAX_DEPTH) ||
+	if (jsonbody_parse_event(body, size, &root, &kind, &payload) == 0) {
+		if (!jsonbody_depth_ok(body, size, JSONBODY_MAX_DEPTH) ||
 		    memchr(body, '\0', size) != NULL || root == NULL ||
 		    !json_is_object(root) || kind == NULL || kind[0] == '\0' ||
 		    payload == NULL ||
@@ -55,6 +61,9 @@ check_event(const char *body, size_t size)
 		    json_object_get(root, "payload")))
 			abort();
 		json_decref(alone);
+		rendered = jsonbody_rendered_len(payload, plen);
+		if (rendered < 2 || rendered > JSONBODY_MAX_RENDERED)
+			abort();
 	}
 	/* The caller frees both in both cases (api.h). */
 	free(payload);
@@ -66,12 +75,32 @@ check_depth(const char *text, size_t size)
 {
 	int a, b, c;
 
-	a = api_json_depth_ok(text, size, 0);
-	b = api_json_depth_ok(text, size, API_MAX_DEPTH);
-	c = api_json_depth_ok(text, size, 10000);
+	a = jsonbody_depth_ok(text, size, 0);
+	b = jsonbody_depth_ok(text, size, JSONBODY_MAX_DEPTH);
+	c = jsonbody_depth_ok(text, size, 10000);
 	if ((a != 0 && a != 1) || (b != 0 && b != 1) || (c != 0 && c != 1) ||
 	    (a && !b) || (b && !c))
 		abort();
+}
+
+static void
+check_number(const char *s, size_t size)
+{
+	json_error_t err;
+	json_t *v;
+	int64_t len = jsonbody_number_len(s, size);
+
+	(void)jsonbody_rendered_len(s, size);	/* any bytes: no crash */
+	if (len == -1)
+		return;
+	if (len < 1 || memchr(s, '\0', size) != NULL)
+		abort();
+	v = json_loadb(s, size, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL,
+	    &err);
+	if (v == NULL ? strstr(err.text, "overflow") == NULL :
+	    !json_is_number(v))
+		abort();
+	json_decref(v);
 }
 
 static void
@@ -117,6 +146,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	body = fuzz_guard_copy(data, size, &g);
 	check_event(body, size);
 	check_depth(body, size);
+	check_number(body, size);
 	check_id(body, size);
 	fuzz_guard_free(&g);
 	check_type(data, size);

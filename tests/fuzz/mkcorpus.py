@@ -207,6 +207,38 @@ def body_seeds():
         "depth-negative": ']' * 100 + '[' * 120,
         "backslash-end": '"\\',
         "kind-long": '{"kind":"' + 'k' * 4000 + '","payload":{}}',
+        # What jsonb makes of it: numeric's range, printed length, limit.
+        "numeric-tiny": '{"kind":"n","payload":{"a":1e-16383}}',
+        "numeric-too-tiny": '{"kind":"n","payload":{"a":1e-16384}}',
+        "numeric-too-tiny-zero": '{"kind":"n","payload":{"a":0e-16384}}',
+        "numeric-scale-over": '{"kind":"n","payload":{"a":9.99e-16383}}',
+        "numeric-big": '{"kind":"n","payload":{"a":-1e131071}}',
+        "numeric-too-big": '{"kind":"n","payload":{"a":1e131072}}',
+        "numeric-zero-huge-exp": '{"kind":"n","payload":{"a":0e1073741822}}',
+        "numeric-exp-over": '{"kind":"n","payload":{"a":0e1073741823}}',
+        "numeric-written-out": '{"kind":"n","payload":{"a":0.%s1}}' %
+                               ("0" * 16382),
+        "numeric-written-out-over": '{"kind":"n","payload":{"a":0.%s1}}' %
+                                    ("0" * 16383),
+        "numeric-31-tiny": '{"kind":"n","payload":{"n":[%s]}}' %
+                           ",".join(["1e-16383"] * 31),
+        "numeric-70-tiny": '{"kind":"n","payload":{"n":[%s]}}' %
+                           ",".join(["1e-16383"] * 70),
+        "numeric-nested": '{"kind":"n","payload":{"a":[[[-9.99e-16381]],'
+                          '{"b":[1E+2,0.001e3,-0.0]}]}}',
+        "limit-at": '{"kind":"k","payload":{"a":[%s],"s":"%s"}}' %
+                    (",".join(["1e-16000"] * 32), "x" * 12144),
+        "limit-past": '{"kind":"k","payload":{"a":[%s],"s":"%s"}}' %
+                      (",".join(["1e-16000"] * 32), "x" * 12145),
+        "many-small-numbers": '{"kind":"k","payload":{"n":[%s]}}' %
+                              ",".join(["7"] * 32000),
+        "string-escapes": '{"kind":"k","payload":{"s":"\\u0001\\u000b\\/'
+                          '\\b\\u0022\\u005c\\ud83d\\ude00\\uffff"}}',
+        "lone-high-surrogate-pair": '{"kind":"k","payload":'
+                                    '{"s":"\\ud800\\u0041"}}',
+        "token-tiny": "1e-16383", "token-tiny-over": "1e-16384",
+        "token-exp-zeros": "0e+000000000000000000000000005",
+        "token-neg-zero": "-0.0", "token-1e400": "1e400",
         # Also ids and Content-Type values (the same bytes go to all four).
         "id-1": "1", "id-0": "0", "id-minus": "-1", "id-exp": "1e3",
         "id-max": "9223372036854775807", "id-max-plus-1": "9223372036854775808",

@@ -514,11 +514,13 @@ def _fcgi_params(params):
 
 
 def fcgi_request(address, method, uri, headers=None, body=b"",
-                 content_length=None, timeout=10):
+                 content_length=None, timeout=10, extra=None):
     """One FastCGI responder request to address (unix path or (host, port)),
     with CGI params built like Debian's fastcgi_params. headers: dict of
     HTTP header name -> value (becomes HTTP_*; Content-Type and
-    Content-Length become CONTENT_*). Returns a Response."""
+    Content-Length become CONTENT_*); extra: more CGI params, set last
+    (e.g. REQUEST_ID). Strings go out as latin-1: "\xff" is the byte
+    0xff. Returns a Response."""
     t0 = time.monotonic()
     path, _, query = uri.partition("?")
     params = {
@@ -542,6 +544,7 @@ def fcgi_request(address, method, uri, headers=None, body=b"",
         params["CONTENT_LENGTH"] = str(len(body))
     if content_length is not None:
         params["CONTENT_LENGTH"] = str(content_length)
+    params.update(extra or {})
     msg = _fcgi_record(FCGI_BEGIN_REQUEST, struct.pack("!HB5x", 1, 0))
     p = _fcgi_params(params)
     for i in range(0, len(p), 65535):

@@ -28,7 +28,20 @@ main(void)
 	e.path = "/a\nb\x1b";
 	e.path_len = 5;
 	accesslog_format(buf, sizeof(buf), "%r", &e);
-	is_str(buf, "/a?b?\n", "control bytes cannot forge lines");
+	is_str(buf, "/a\\x0ab\\x1b\n", "control bytes cannot forge lines");
+	e.method = "G\rT\xff";
+	e.path = "/caf\xc3\xa9\\\xc3";
+	e.path_len = 8;
+	e.request_id = "id\n1";
+	accesslog_format(buf, sizeof(buf), "%m %r %i", &e);
+	is_str(buf, "G\\x0dT\\xff /caf\xc3\xa9\\\\\\xc3 id\\x0a1\n",
+	    "method, path and request id escaped; valid UTF-8 kept");
+	e.path = "/\n\n\n\n";
+	e.path_len = 5;
+	n = accesslog_format(small, sizeof(small), "%m %r", &e);
+	is_str(small, "G\\x0dT\\xff /\n", "a cut never splits an escape");
+	is_int(n, 13, "short line length");
+	e.method = "GET";
 	n = accesslog_format(small, sizeof(small), "%m %m %m %m %m %m", &e);
 	is_int(n, sizeof(small) - 1, "truncated to the buffer");
 	ok(small[n - 1] == '\n', "a truncated line still ends in a newline");

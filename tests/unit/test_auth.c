@@ -1,12 +1,10 @@
 /*
  * test_auth.c: Bearer extraction and scope words (the pure parts of auth),
- * plus the pure request helpers of api.c.
+ * plus the id and media-type helpers of api.c.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <jansson.h>
 
 #include "api.h"
 #include "auth.h"
@@ -100,69 +98,6 @@ test_media_type(void)
 	ok(!api_is_json_type("application/json x"), "junk after");
 }
 
-static void
-test_depth(void)
-{
-	char deep[200];
-	int i;
-
-	for (i = 0; i < 64; i++)
-		deep[i] = '[';
-	deep[64] = '\0';
-	ok(api_json_depth_ok(deep, 64, 64), "64 levels ok");
-	deep[64] = '[';
-	ok(!api_json_depth_ok(deep, 65, 64), "65 levels rejected");
-	ok(api_json_depth_ok("{\"a\":\"[[[[\"}", 11, 1),
-	    "brackets in strings skipped");
-	ok(api_json_depth_ok("{\"a\\\"[[\":1}", 11, 1),
-	    "escaped quote handled");
-	ok(!api_json_depth_ok("{\"a\":{}}", 8, 1), "2 levels over max 1");
-}
-
-static void
-event(const char *body, int want_rc, const char *want_kind,
-    const char *want_payload)
-{
-	struct json_t *root = NULL;
-	const char *kind = NULL;
-	char *payload = NULL;
-	int rc;
-
-	rc = api_parse_event(body, strlen(body), &root, &kind, &payload);
-	is_int(rc, want_rc, "body %s", body);
-	if (want_rc == 0) {
-		is_str(kind, want_kind, "kind of %s", body);
-		is_str(payload, want_payload, "payload text of %s", body);
-	}
-	free(payload);
-	json_decref(root);
-}
-
-static void
-test_event_body(void)
-{
-	event("{\"kind\":\"a\",\"payload\":{\"x\":1}}", 0, "a", "{\"x\":1}");
-	event(" { \"payload\" : { \"n\": 0.1, \"b\": 1.5e-7, \"e\": 1E2 } ,"
-	    " \"kind\":\"k\" } ", 0, "k",
-	    "{ \"n\": 0.1, \"b\": 1.5e-7, \"e\": 1E2 }");
-	event("{\"kind\":\"a\",\"payload\":{\"big\":12345678901234567890123}}",
-	    0, "a", "{\"big\":12345678901234567890123}");
-	event("{\"x\":[1,{\"payload\":2}],\"kind\":\"a\",\"pay\\u006coad\":"
-	    "{\"s\":\"}\\\"]\"}}", 0, "a", "{\"s\":\"}\\\"]\"}");
-	event("{\"kind\":\"a\",\"payload\":{},\"extra\":true}", 0, "a", "{}");
-	event("{\"kind\":\"\",\"payload\":{}}", -1, NULL, NULL);
-	event("{\"kind\":1,\"payload\":{}}", -1, NULL, NULL);
-	event("{\"kind\":\"a\",\"payload\":[]}", -1, NULL, NULL);
-	event("{\"kind\":\"a\",\"payload\":null}", -1, NULL, NULL);
-	event("{\"kind\":\"a\"}", -1, NULL, NULL);
-	event("{\"kind\":\"a\",\"payload\":{},\"kind\":\"b\"}", -1, NULL, NULL);
-	event("{\"kind\":\"a\",\"payload\":{\"x\":\"\\u0000\"}}", -1, NULL,
-	    NULL);
-	event("{\"kind\":\"a\",\"payload\":{\"x\":\"\xff\"}}", -1, NULL, NULL);
-	event("{\"kind\":\"a\",\"payload\":{}", -1, NULL, NULL);
-	event("[]", -1, NULL, NULL);
-}
-
 int
 main(void)
 {
@@ -170,7 +105,5 @@ main(void)
 	test_scope();
 	test_ids();
 	test_media_type();
-	test_depth();
-	test_event_body();
 	return done_testing();
 }
