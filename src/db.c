@@ -571,6 +571,7 @@ void
 db_watch_client(struct db *db, int fd)
 {
 	db->client_fd = fd;
+	db->client_gone = 0;	/* a new request: no earlier client's fate */
 }
 
 int
