@@ -227,7 +227,8 @@ test_violations(struct stream *s)
 static void
 test_limits(struct stream *s)
 {
-	static char big[FCGI_MAX_STDIN + 1];
+	static char big[(FCGI_MAX_PARAMS > FCGI_MAX_STDIN ? FCGI_MAX_PARAMS :
+	    FCGI_MAX_STDIN) + 1];
 	unsigned char *params = malloc(FCGI_MAX_PARAMS + 16);
 	struct fcgi_scan r;
 	size_t plen;
