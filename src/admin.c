@@ -34,15 +34,14 @@ admin_on_alarm(int sig)
 struct admin *
 admin_open(const struct config *cfg)
 {
-	static struct config acfg;	/* listen_bind reads "listen" */
+	struct listen_spec spec;
 	struct sigaction sa;
 	struct admin *a;
 
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		return NULL;
-	acfg = *cfg;
-	memcpy(acfg.listen, cfg->status_listen, sizeof(acfg.listen));
-	if (listen_bind(&a->ls, &acfg) == -1 ||
+	listen_spec_status(cfg, &spec);
+	if (listen_bind(&a->ls, &spec) == -1 ||
 	    fcntl(a->ls.fd, F_SETFL, O_NONBLOCK) == -1 ||
 	    FCGX_Init() != 0 ||
 	    FCGX_InitRequest(&a->req, a->ls.fd, FCGI_FAIL_ACCEPT_ON_INTR) != 0) {

@@ -28,6 +28,7 @@
 #include "db.h"
 #include "http.h"
 #include "log.h"
+#include "sandbox.h"
 
 #define WORKER_DB_RETRY_MS	500	/* idle reconnect check while down */
 #define WORKER_IDLE_CHECK_MS	2000	/* idle look at the socket anyway */
@@ -377,23 +378,42 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 	FCGX_Free(&req, 1);
 }
 
+/*
+ * The order matters. The access log is opened while still root (its
+ * directory may be root's); the identity is then given up at once,
+ * before anything reads a byte from a client or the database; the parent
+ * death signal is set only after that, because changing credentials
+ * clears it; the filter comes last, once everything that needs more than
+ * serving requests (connecting, preparing, loading libraries) has run.
+ */
 void
 worker_main(const struct worker_args *args)
 {
 	struct sb_slot *slot = &args->sb->slots[args->slot];
+	char err[CONFIG_ERR_LEN];
+	struct sandbox_ids ids;
 	struct api_ctx ctx;
 	int code = 1;
 
 	log_set_role("worker");
+	memset(&ctx, 0, sizeof(ctx));
 	if (args->close_fd != -1)
 		close(args->close_fd);	/* the status socket is the master's */
+	if (accesslog_open(args->cfg->access_log) == -1)
+		log_err("access.log %s: %s", args->cfg->access_log,
+		    strerror(errno));
+	if (sandbox_resolve(args->cfg, "worker", &ids, err) == -1) {
+		log_err("%s", err);	/* the master backs off */
+		goto done;
+	}
+	if (sandbox_drop(&ids) == -1)
+		goto done;
 	worker_signals();
 	/* Die with the master: a pool without its master serves nobody. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 ||
 	    getppid() != args->master)
 		_exit(1);
 	arena_install();		/* jansson's trees: see arena.h */
-	memset(&ctx, 0, sizeof(ctx));
 	ctx.cfg = args->cfg;
 	ctx.auth = args->auth;		/* parsed once, by the master */
 	ctx.slot = slot;
@@ -403,10 +423,9 @@ worker_main(const struct worker_args *args)
 		goto done;
 	}
 	worker_db = ctx.db;
-	if (accesslog_open(args->cfg->access_log) == -1)
-		log_err("access.log %s: %s", args->cfg->access_log,
-		    strerror(errno));
 	slot->db_ok = slot->ready = db_is_up(ctx.db);
+	if (args->cfg->worker_seccomp && sandbox_filter(args->master) == -1)
+		goto done;
 	worker_loop(&ctx, args->listen_fd, args->sb, slot,
 	    worker_request_limit(args->cfg));
 	code = 0;
