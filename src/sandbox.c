@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <seccomp.h>
@@ -320,6 +321,25 @@ sandbox_rules(scmp_filter_ctx ctx, pid_t master)
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
 		    SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
+	/* isatty(), as sanitizers and stdio ask it: TCGETS only, never an
+	 * ioctl that changes or injects anything (TIOCSTI). */
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+		    SCMP_A1(SCMP_CMP_EQ, TCGETS));
+#if defined(__SANITIZE_ADDRESS__)
+	/* Sanitizer builds only: a report starts an external symbolizer
+	 * (pipe, then fork and exec). The pipe fails instead of killing, so
+	 * the runtime gives up on symbols and still writes the report, with
+	 * module+offset frames. fork and exec stay forbidden. */
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(pipe2), 0);
+#ifdef __NR_pipe
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(pipe), 0);
+#endif
+#endif
 	/* getrlimit() of itself, never setting one. */
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64),
