@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +46,7 @@ struct master {
 	int			 children;	/* -n override, 0 = none */
 	struct listen_sock	*ls;
 	struct admin		*admin;		/* NULL without status_listen */
+	int			 kick_fd;	/* eventfd the workers write to */
 	struct scoreboard	*sb;
 	unsigned		 generation;
 	enum master_stop	 stop;
@@ -194,6 +196,7 @@ master_spawn(struct master *m)
 	args.slot = idx;
 	args.master = getpid();
 	args.close_fd = m->admin ? admin_fd(m->admin) : -1;
+	args.kick_fd = m->kick_fd;
 	switch ((pid = fork())) {
 	case -1:
 		log_err("%s: fork() failed: %s", __func__, strerror(errno));
@@ -579,21 +582,33 @@ master_fill_status(struct status_view *v, void *arg)
 	v->now_us = clock_now_us();
 }
 
+/*
+ * Waits for a signal, the status socket or a worker's kick: a worker
+ * that is ready, or wants to be recycled, writes to the eventfd (a
+ * signal would not do: a worker that gave up root may not signal its
+ * root master), and the loop looks at the scoreboard at once.
+ */
 static void
 master_wait(struct master *m, const sigset_t *waitmask)
 {
-	struct pollfd pfd = { .fd = -1, .events = POLLIN };
+	struct pollfd pfd[2] = { { .fd = -1, .events = POLLIN },
+	    { .fd = m->kick_fd, .events = POLLIN } };
 	int ms = master_timeout_ms(m), n;
 	struct timespec ts;
+	uint64_t kicks;
 
 	ts.tv_sec = ms / 1000;
 	ts.tv_nsec = (long)(ms % 1000) * 1000000;
 	if (m->admin != NULL)
-		pfd.fd = admin_fd(m->admin);
-	n = ppoll(&pfd, 1, &ts, waitmask);
+		pfd[0].fd = admin_fd(m->admin);
+	n = ppoll(pfd, 2, &ts, waitmask);
 	if (n == -1 && errno != EINTR)
 		log_err("%s: ppoll() failed: %s", __func__, strerror(errno));
-	if (n > 0 && (pfd.revents & POLLIN))
+	if (n > 0 && (pfd[1].revents & POLLIN) &&
+	    read(m->kick_fd, &kicks, sizeof(kicks)) == -1 && errno != EAGAIN)
+		log_err("%s: read(eventfd) failed: %s", __func__,
+		    strerror(errno));
+	if (n > 0 && (pfd[0].revents & POLLIN))
 		admin_serve(m->admin, m->cfg, master_fill_status, m);
 }
 
@@ -615,6 +630,8 @@ master_init(struct master *m, struct config *cfg, struct auth *auth,
 	m->ls = ls;
 	if ((m->sb = scoreboard_create(MASTER_SLOTS)) == NULL)
 		fatal("%s: scoreboard: %s", __func__, strerror(errno));
+	if ((m->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
+		fatal("%s: eventfd: %s", __func__, strerror(errno));
 	m->sb->totals.start_time = (int64_t)time(NULL);
 	notify_init();
 	if (own->status_listen[0] != '\0' &&
@@ -651,6 +668,7 @@ master_run(struct config *cfg, struct auth *auth, const char *config_path,
 	admin_close(m.admin);
 	listen_close(ls);
 	scoreboard_destroy(m.sb);
+	close(m.kick_fd);
 	master_free_auth(&m);
 	free(m.cfg);
 	log_notice("stopped");

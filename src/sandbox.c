@@ -312,7 +312,9 @@ sandbox_rules(scmp_filter_ctx ctx, pid_t master)
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
 		    SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-	/* The one signal it sends: SIGCHLD to its master (worker.c). */
+	/* SIGCHLD to its master, nothing else: the older way a worker woke
+	 * the master (it now writes to the master's eventfd; a worker that
+	 * is no longer root could not signal a root master anyway). */
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kill), 2,
 		    SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)master),

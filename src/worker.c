@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ static volatile sig_atomic_t worker_stop, worker_reopen;
 static int worker_epfd = -1;		/* waits for the listen socket */
 static struct db *worker_db;		/* for the terminate timer */
 static sigset_t worker_waitmask;	/* what epoll_pwait lets through */
+static int worker_kick_fd = -1;		/* the master's eventfd */
 
 /*
  * SIGTERM, SIGQUIT, SIGUSR1 and SIGUSR2 are blocked except while the
@@ -222,13 +224,18 @@ worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
 }
 
 /*
- * Wakes the master's loop now rather than at its next tick: a SIGCHLD
- * with no dead child just makes it look at the scoreboard.
+ * Wakes the master's loop now rather than at its next tick, to look at
+ * the scoreboard. Not a signal: a worker that gave up root may not
+ * signal its root master.
  */
 static void
 worker_kick_master(void)
 {
-	kill(getppid(), SIGCHLD);
+	uint64_t one = 1;
+
+	if (write(worker_kick_fd, &one, sizeof(one)) == -1) {
+		/* EAGAIN: kicks pending already; the master looks anyway */
+	}
 }
 
 /* SIGUSR1: checked as soon as a request arrives, before it logs. */
@@ -397,6 +404,7 @@ worker_main(const struct worker_args *args)
 
 	log_set_role("worker");
 	memset(&ctx, 0, sizeof(ctx));
+	worker_kick_fd = args->kick_fd;
 	if (args->close_fd != -1)
 		close(args->close_fd);	/* the status socket is the master's */
 	if (accesslog_open(args->cfg->access_log) == -1)
