@@ -141,6 +141,7 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return 2;
 	}
+	/* master_load_config refuses a bad user; resolved again for ids */
 	if (master_load_config(&cfg, test ? NULL : &auth, path, children,
 	    err) == -1 || main_check_owners(&cfg, path, err) == -1 ||
 	    sandbox_resolve(&cfg, path, &ids, err) == -1) {

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "notify.h"
 #include "readfile.h"
+#include "sandbox.h"
 #include "scoreboard.h"
 #include "status.h"
 #include "worker.h"
@@ -107,6 +108,7 @@ int
 master_load_config(struct config *cfg, struct auth *auth, const char *path,
     int children, char *err)
 {
+	struct sandbox_ids ids;
 	struct auth trial;
 	size_t len;
 	char *text;
@@ -123,6 +125,10 @@ master_load_config(struct config *cfg, struct auth *auth, const char *path,
 	if (children > 0)
 		cfg->max_children = children;
 	if (config_validate(cfg, path, err) == -1)
+		return -1;
+	/* The workers' user must exist and not be root: checked here so a
+	 * reload to a bad one is refused while the running pool serves. */
+	if (sandbox_resolve(cfg, path, &ids, err) == -1)
 		return -1;
 	/*
 	 * Keys are parsed here, once: a bad file fails now, not in every

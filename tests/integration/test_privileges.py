@@ -19,8 +19,10 @@ test_privileges.py: nothing runs as root that need not.
   is set after the drop, which would clear it).
 - Refusals: no user while root, user or group root, unknown user or
   group, unknown socket owners: exit 1 and a message naming the file and
-  the key; with -R / --allow-to-run-as-root workers run as root (still
-  filtered). Not root: user and group are ignored with a notice.
+  the key; the same on a reload, which is refused while the pool serves
+  (a reload to another user moves the new generation to it); with -R /
+  --allow-to-run-as-root workers run as root (still filtered). Not root:
+  user and group are ignored with a notice.
 Output: TAP.
 """
 
@@ -395,6 +397,51 @@ def check_refusals(st):
         st.stop_cfpm(c)
 
 
+def check_reload(st, nobody, nogroup):
+    """A reload to an unknown or root user is refused while the pool
+    serves; a reload to another user moves the new generation to it."""
+    tap = st.tap
+    tok = st.tokens["valid"]
+    c = st.start_cfpm({"pm.max_children": POOL})
+    workers = c.workers()
+
+    def reload_to(settings):
+        tmp = c.conf + ".new"
+        with open(tmp, "w") as f:
+            f.write(st.config_text(dict({"pm.max_children": POOL},
+                                        **settings)))
+        os.rename(tmp, c.conf)
+        mark = len(open(c.log, errors="replace").read())
+        os.kill(c.pid, signal.SIGHUP)
+        return mark
+    for settings, want, what in (
+            ({"user": "no-such-user-cfpm"}, "user: no such user",
+             "an unknown user"),
+            ({"user": "root"}, ROOT_REFUSAL, "user root"),
+            ({"user": None, "group": None}, ROOT_REFUSAL, "no user")):
+        mark = reload_to(settings)
+        said = ct.wait_for(lambda: (lambda t: "reload refused" in t and
+                                    want in t)(
+            open(c.log, errors="replace").read()[mark:]), 5)
+        time.sleep(0.5)
+        tap.ok(said and c.workers() == workers and serves(st, tok),
+               "reload to %s: refused, the pool keeps serving" % what,
+               "log: %r, workers %r -> %r" % (
+                   open(c.log, errors="replace").read()[mark:][-400:],
+                   workers, c.workers()))
+    daemon = pwd.getpwnam("daemon")
+    reload_to({"user": "daemon", "group": "daemon"})
+    moved = ct.wait_for(lambda: (lambda w: len(w) == POOL and
+                                 not set(w) & set(workers) and w)(
+        c.workers()), 15)
+    tap.ok(moved and all(ids_of(proc_status(p) or {}, "Uid") ==
+                         [daemon.pw_uid] * 4 for p in moved),
+           "reload to user daemon: the new generation runs as daemon",
+           "workers %r" % c.workers())
+    tap.ok(serves(st, tok), "and serves")
+    tap.is_(st.stop_cfpm(c), 0, "stops with exit 0")
+
+
 def check_run_as_root(st):
     """-R: workers may run as root (no user); still filtered."""
     tap = st.tap
@@ -459,6 +506,7 @@ def body(tap):
         check_logs(st, nobody, nogroup)
         check_hostname_reconnect(st)
         check_refusals(st)
+        check_reload(st, nobody, nogroup)
         check_run_as_root(st)
         check_not_root(st, nobody, nogroup)
         check_master_death(st)
