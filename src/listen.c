@@ -1,6 +1,7 @@
 /*
- * listen.c: obtain the listen sockets (master only, before the fork).
- * Workers inherit the descriptor and all block in accept() on it.
+ * listen.c: obtain the listen sockets (master only, before the fork):
+ * the pool socket, which workers inherit and accept on, and the status
+ * socket the master serves itself.
  */
 #include "listen.h"
 
@@ -264,23 +265,19 @@ listen_bind_inet(struct listen_sock *ls, const struct listen_spec *spec)
 void
 listen_spec_pool(const struct config *cfg, struct listen_spec *spec)
 {
-	spec->key = "listen";
-	spec->address = cfg->listen;
-	spec->backlog = cfg->listen_backlog;
-	spec->owner = cfg->listen_owner;
-	spec->group = cfg->listen_group;
-	spec->mode = cfg->listen_mode;
+	*spec = (struct listen_spec){ .key = "listen", .address = cfg->listen,
+	    .backlog = cfg->listen_backlog, .owner = cfg->listen_owner,
+	    .group = cfg->listen_group, .mode = cfg->listen_mode };
 }
 
+/* The status socket shares only the backlog with the pool socket. */
 void
 listen_spec_status(const struct config *cfg, struct listen_spec *spec)
 {
-	spec->key = "pm.status_listen";
-	spec->address = cfg->status_listen;
-	spec->backlog = cfg->listen_backlog;
-	spec->owner = cfg->status_owner;
-	spec->group = cfg->status_group;
-	spec->mode = cfg->status_mode;
+	*spec = (struct listen_spec){ .key = "pm.status_listen",
+	    .address = cfg->status_listen, .backlog = cfg->listen_backlog,
+	    .owner = cfg->status_owner, .group = cfg->status_group,
+	    .mode = cfg->status_mode };
 }
 
 int
