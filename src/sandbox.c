@@ -21,6 +21,9 @@
 #include <unistd.h>
 
 #include <seccomp.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "log.h"
 
@@ -40,6 +43,22 @@
 				 O_NOFOLLOW)
 
 static int sandbox_root_allowed;
+
+#if defined(__SANITIZE_ADDRESS__)
+static int sandbox_filtered;	/* this process runs under the filter */
+
+/*
+ * Sanitizer builds only: LeakSanitizer's check at exit stops the world
+ * with a tracer thread (clone, prctl, ptrace), which the filter forbids:
+ * a filtered worker would die of SIGSYS on its way out instead of exiting.
+ * The runtime asks this hook first; leak checks stay on everywhere else.
+ */
+int
+__lsan_is_turned_off(void)
+{
+	return sandbox_filtered;
+}
+#endif
 
 void
 sandbox_allow_root(int allow)
@@ -373,6 +392,9 @@ sandbox_filter(pid_t master)
 	if ((rc = sandbox_rules(ctx, master)) == 0)
 		rc = seccomp_load(ctx);
 	seccomp_release(ctx);
+#if defined(__SANITIZE_ADDRESS__)
+	sandbox_filtered = rc == 0;
+#endif
 	if (rc != 0) {
 		log_err("%s: loading the system-call filter failed: %s",
 		    __func__, strerror(-rc));

@@ -878,6 +878,44 @@ test_drop(uid_t nobody, gid_t nogroup)
 }
 
 #if defined(__SANITIZE_ADDRESS__)
+#define LEAK_CHILD_ARG	"--exit-under-filter"
+
+/*
+ * Run as "test_sandbox --exit-under-filter" with leak detection on: load
+ * the filter and exit() the way a worker does. LeakSanitizer's check at
+ * exit must not run (it needs calls the filter forbids).
+ */
+static int
+leak_child(void)
+{
+	static void *kept;
+
+	kept = malloc(64);	/* something for a leak check to look at */
+	if (sandbox_filter(getppid()) == -1)
+		return CHILD_NO_FILTER;
+	exit(kept != NULL ? 0 : 1);
+}
+
+static void
+test_exit_with_leak_check(const char *self)
+{
+	char buf[64];
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		setenv("ASAN_OPTIONS", "detect_leaks=1", 1);
+		execl(self, self, LEAK_CHILD_ARG, (char *)NULL);
+		_exit(127);
+	}
+	if (pid == -1 || waitpid(pid, &st, 0) == -1)
+		st = -1;
+	if (!ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "sanitizer build: a "
+	    "filtered process exits cleanly with leak detection on"))
+		printf("#   child: %s\n", describe(st, buf, sizeof(buf)));
+}
+
 /* As ASAN_OPTIONS=log_path does at start, before any filter. */
 static void
 set_report_path(void)
@@ -936,15 +974,21 @@ remove_tmpdir(void)
 }
 
 int
-main(void)
+main(int argc, char *argv[])
 {
+	struct passwd *pw;
+	struct group *gr;
+
+#if defined(__SANITIZE_ADDRESS__)
+	if (argc == 2 && strcmp(argv[1], LEAK_CHILD_ARG) == 0)
+		return leak_child();
+#endif
+	(void)argc;
+	(void)argv;
 	if (mkdtemp(tmpdir) == NULL) {
 		perror("mkdtemp");
 		return 1;
 	}
-	struct passwd *pw;
-	struct group *gr;
-
 	test_filter();
 	pw = getpwnam("nobody");
 	gr = getgrnam("nogroup");
@@ -956,6 +1000,7 @@ main(void)
 		    "nogroup\n", ++tap_count);
 #if defined(__SANITIZE_ADDRESS__)
 	test_sanitizer_report();
+	test_exit_with_leak_check(argv[0]);
 #endif
 	remove_tmpdir();
 	return done_testing();
