@@ -3,7 +3,6 @@
  */
 #include "accesslog.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -11,6 +10,7 @@
 
 #include "config.h"
 #include "esc.h"
+#include "log.h"
 
 static int accesslog_fd = -1;
 static char accesslog_path[CONFIG_MAX_VALUE];
@@ -112,9 +112,7 @@ accesslog_reopen(void)
 
 	if (accesslog_path[0] == '\0')
 		return 0;
-	fd = open(accesslog_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-	    0640);
-	if (fd == -1)
+	if ((fd = log_open_append(accesslog_path)) == -1)
 		return -1;
 	if (accesslog_fd != -1)
 		close(accesslog_fd);

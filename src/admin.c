@@ -63,7 +63,7 @@ struct admin_ctx {
 struct admin *
 admin_open(const struct config *cfg)
 {
-	static struct config acfg;	/* listen_bind reads "listen" */
+	struct listen_spec spec;
 	struct admin *a;
 	int i;
 
@@ -71,9 +71,8 @@ admin_open(const struct config *cfg)
 		return NULL;
 	for (i = 0; i < ADMIN_MAX_CONNS; i++)
 		a->conns[i].fd = -1;
-	acfg = *cfg;
-	memcpy(acfg.listen, cfg->status_listen, sizeof(acfg.listen));
-	if (listen_bind(&a->ls, &acfg) == -1 ||
+	listen_spec_status(cfg, &spec);
+	if (listen_bind(&a->ls, &spec) == -1 ||
 	    fcntl(a->ls.fd, F_SETFL, O_NONBLOCK) == -1) {
 		log_err("%s: status socket %s failed", __func__,
 		    cfg->status_listen);

@@ -162,6 +162,9 @@ static const struct config_choice cfg_errors_choices[] = {
 static const struct config_choice cfg_typ_choices[] = {
 	{ "lenient", 0 }, { "strict", 1 }, { NULL, 0 },
 };
+static const struct config_choice cfg_onoff_choices[] = {
+	{ "on", 1 }, { "off", 0 }, { NULL, 0 },
+};
 static const struct config_choice cfg_level_choices[] = {
 	{ "error", CONFIG_LOG_ERROR }, { "warning", CONFIG_LOG_WARNING },
 	{ "notice", CONFIG_LOG_NOTICE }, { "info", CONFIG_LOG_INFO },
@@ -189,6 +192,9 @@ static const struct config_directive config_directives[] = {
 	{ "request_read_timeout", cfg_set_seconds,
 	    CFG_FIELD(request_read_timeout), 1, 3600, NULL },
 	CFG_STRING("pm.status_listen", status_listen),
+	CFG_STRING("pm.status_listen.owner", status_owner),
+	CFG_STRING("pm.status_listen.group", status_group),
+	CFG_MODE("pm.status_listen.mode", status_mode),
 	CFG_STRING("pm.status_path", status_path),
 	CFG_STRING("ping.path", ping_path),
 	CFG_STRING("ping.response", ping_response),
@@ -204,6 +210,9 @@ static const struct config_directive config_directives[] = {
 	CFG_CHOICE("log_level", log_level, cfg_level_choices),
 	CFG_STRING("access.log", access_log),
 	CFG_STRING("access.format", access_format),
+	CFG_STRING("user", user),
+	CFG_STRING("group", group),
+	CFG_CHOICE("worker.seccomp", worker_seccomp, cfg_onoff_choices),
 };
 
 void
@@ -214,6 +223,8 @@ config_defaults(struct config *cfg)
 	snprintf(cfg->listen, sizeof(cfg->listen), "/run/cfpm/cfpm.sock");
 	cfg->listen_backlog = 511;
 	cfg->listen_mode = 0660;
+	cfg->status_mode = 0660;
+	cfg->worker_seccomp = 1;
 	cfg->max_children = 8;
 	cfg->process_control_timeout = 10;
 	cfg->request_read_timeout = 10;

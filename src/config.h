@@ -76,6 +76,14 @@ struct config {
 
 	/* master-served status */
 	char		status_listen[CONFIG_MAX_VALUE];	/* "" = off */
+	char		status_owner[CONFIG_MAX_VALUE];	/* "" = unchanged */
+	char		status_group[CONFIG_MAX_VALUE];
+	mode_t		status_mode;
+
+	/* privileges (src/sandbox.h) */
+	char		user[CONFIG_MAX_VALUE];	/* workers' user, "" = none */
+	char		group[CONFIG_MAX_VALUE];	/* "" = user's group */
+	int		worker_seccomp;		/* 1: system-call filter on */
 };
 
 /* Fills cfg with the documented defaults. */

@@ -1,6 +1,7 @@
 /*
- * listen.c: obtain the listen socket (master only, before the fork).
- * Workers inherit the descriptor and all block in accept() on it.
+ * listen.c: obtain the listen sockets (master only, before the fork):
+ * the pool socket, which workers inherit and accept on, and the status
+ * socket the master serves itself.
  */
 #include "listen.h"
 
@@ -12,10 +13,8 @@
 #include <netinet/tcp.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sandbox.h"
 
 #define LISTEN_SD_FD	3	/* SD_LISTEN_FDS_START */
 
@@ -134,26 +134,20 @@ listen_unix_clear(const char *path)
 }
 
 static int
-listen_unix_perms(const struct listen_sock *ls, const struct config *cfg)
+listen_unix_perms(const struct listen_sock *ls, const struct listen_spec *spec)
 {
 	uid_t uid = (uid_t)-1;
 	gid_t gid = (gid_t)-1;
-	struct passwd *pw;
-	struct group *gr;
 
-	if (cfg->listen_owner[0] != '\0') {
-		if ((pw = getpwnam(cfg->listen_owner)) == NULL) {
-			log_err("listen.owner: no user \"%s\"", cfg->listen_owner);
-			return -1;
-		}
-		uid = pw->pw_uid;
+	if (spec->owner[0] != '\0' &&
+	    sandbox_user_id(spec->owner, &uid, NULL) == -1) {
+		log_err("%s.owner: no user \"%s\"", spec->key, spec->owner);
+		return -1;
 	}
-	if (cfg->listen_group[0] != '\0') {
-		if ((gr = getgrnam(cfg->listen_group)) == NULL) {
-			log_err("listen.group: no group \"%s\"", cfg->listen_group);
-			return -1;
-		}
-		gid = gr->gr_gid;
+	if (spec->group[0] != '\0' &&
+	    sandbox_group_id(spec->group, &gid) == -1) {
+		log_err("%s.group: no group \"%s\"", spec->key, spec->group);
+		return -1;
 	}
 	if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
 	    chown(ls->path, uid, gid) == -1) {
@@ -161,7 +155,7 @@ listen_unix_perms(const struct listen_sock *ls, const struct config *cfg)
 		    strerror(errno));
 		return -1;
 	}
-	if (chmod(ls->path, cfg->listen_mode) == -1) {
+	if (chmod(ls->path, spec->mode) == -1) {
 		log_err("%s: chmod(%s) failed: %s", __func__, ls->path,
 		    strerror(errno));
 		return -1;
@@ -170,24 +164,25 @@ listen_unix_perms(const struct listen_sock *ls, const struct config *cfg)
 }
 
 static int
-listen_bind_unix(struct listen_sock *ls, const struct config *cfg)
+listen_bind_unix(struct listen_sock *ls, const struct listen_spec *spec)
 {
+	const char *path = spec->address;
 	struct sockaddr_un sun;
 	struct stat st;
 	mode_t old;
 	int rc;
 
-	if (strlen(cfg->listen) >= sizeof(sun.sun_path)) {
-		log_err("listen: path longer than %zu bytes",
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_err("%s: path longer than %zu bytes", spec->key,
 		    sizeof(sun.sun_path) - 1);
 		return -1;
 	}
-	if (listen_unix_clear(cfg->listen) == -1)
+	if (listen_unix_clear(path) == -1)
 		return -1;
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, cfg->listen, strlen(cfg->listen) + 1);
-	memcpy(ls->path, cfg->listen, strlen(cfg->listen) + 1);
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	memcpy(ls->path, path, strlen(path) + 1);
 	ls->family = AF_UNIX;
 	if ((ls->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 		return -1;
@@ -204,7 +199,7 @@ listen_bind_unix(struct listen_sock *ls, const struct config *cfg)
 		ls->dev = st.st_dev;
 		ls->ino = st.st_ino;
 	}
-	return listen_unix_perms(ls, cfg);
+	return listen_unix_perms(ls, spec);
 }
 
 /* Splits "host:port", "[v6]:port" or "port" (loopback) into parts. */
@@ -231,23 +226,24 @@ listen_split_inet(const char *spec, char *host, size_t hostlen, char *port,
 }
 
 static int
-listen_bind_inet(struct listen_sock *ls, const struct config *cfg)
+listen_bind_inet(struct listen_sock *ls, const struct listen_spec *spec)
 {
 	struct addrinfo hints, *res = NULL;
 	char host[CONFIG_MAX_VALUE], port[CONFIG_MAX_VALUE];
 	int on = 1, rc;
 
-	if (listen_split_inet(cfg->listen, host, sizeof(host), port,
+	if (listen_split_inet(spec->address, host, sizeof(host), port,
 	    sizeof(port)) == -1) {
-		log_err("listen: \"%s\" is not a path, host:port or [v6]:port",
-		    cfg->listen);
+		log_err("%s: \"%s\" is not a path, host:port or [v6]:port",
+		    spec->key, spec->address);
 		return -1;
 	}
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
 	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
-		log_err("listen: %s: %s", cfg->listen, gai_strerror(rc));
+		log_err("%s: %s: %s", spec->key, spec->address,
+		    gai_strerror(rc));
 		return -1;
 	}
 	ls->family = res->ai_family;
@@ -257,7 +253,7 @@ listen_bind_inet(struct listen_sock *ls, const struct config *cfg)
 	    (res->ai_family == AF_INET6 && setsockopt(ls->fd, IPPROTO_IPV6,
 	    IPV6_V6ONLY, &on, sizeof(on)) == -1) ||
 	    bind(ls->fd, res->ai_addr, res->ai_addrlen) == -1) {
-		log_err("%s: bind(%s) failed: %s", __func__, cfg->listen,
+		log_err("%s: bind(%s) failed: %s", __func__, spec->address,
 		    strerror(errno));
 		freeaddrinfo(res);
 		return -1;
@@ -266,17 +262,35 @@ listen_bind_inet(struct listen_sock *ls, const struct config *cfg)
 	return 0;
 }
 
+void
+listen_spec_pool(const struct config *cfg, struct listen_spec *spec)
+{
+	*spec = (struct listen_spec){ .key = "listen", .address = cfg->listen,
+	    .backlog = cfg->listen_backlog, .owner = cfg->listen_owner,
+	    .group = cfg->listen_group, .mode = cfg->listen_mode };
+}
+
+/* The status socket shares only the backlog with the pool socket. */
+void
+listen_spec_status(const struct config *cfg, struct listen_spec *spec)
+{
+	*spec = (struct listen_spec){ .key = "pm.status_listen",
+	    .address = cfg->status_listen, .backlog = cfg->listen_backlog,
+	    .owner = cfg->status_owner, .group = cfg->status_group,
+	    .mode = cfg->status_mode };
+}
+
 int
-listen_bind(struct listen_sock *ls, const struct config *cfg)
+listen_bind(struct listen_sock *ls, const struct listen_spec *spec)
 {
 	memset(ls, 0, sizeof(*ls));
 	ls->fd = -1;
-	if (cfg->listen[0] == '/') {
-		if (listen_bind_unix(ls, cfg) == -1)
+	if (spec->address[0] == '/') {
+		if (listen_bind_unix(ls, spec) == -1)
 			goto fail;
-	} else if (listen_bind_inet(ls, cfg) == -1)
+	} else if (listen_bind_inet(ls, spec) == -1)
 		goto fail;
-	if (listen(ls->fd, cfg->listen_backlog) == -1) {
+	if (listen(ls->fd, spec->backlog) == -1) {
 		log_err("%s: listen() failed: %s", __func__, strerror(errno));
 		goto fail;
 	}

@@ -31,12 +31,32 @@ struct listen_sock {
 int listen_from_systemd(struct listen_sock *ls);
 
 /*
- * Creates, binds and listens as cfg says. A unix path that already exists
- * is replaced only if it is a socket nobody listens on (a stale one from a
- * crash); a live socket or any other file is an error. Returns 0 or -1
- * (logged).
+ * What to bind: the pool socket and the master's status socket are both
+ * described this way. The strings are borrowed (usually from a config).
  */
-int listen_bind(struct listen_sock *ls, const struct config *cfg);
+struct listen_spec {
+	const char	*key;		/* config key, for messages */
+	const char	*address;	/* unix path, host:port, [v6]:port, port */
+	int		 backlog;
+	const char	*owner;		/* unix socket owner, "" = unchanged */
+	const char	*group;		/* unix socket group, "" = unchanged */
+	mode_t		 mode;		/* unix socket mode */
+};
+
+/* The pool socket's spec from cfg: listen, listen.backlog/owner/group/mode. */
+void listen_spec_pool(const struct config *cfg, struct listen_spec *spec);
+
+/* The status socket's spec: pm.status_listen and its .owner/.group/.mode. */
+void listen_spec_status(const struct config *cfg, struct listen_spec *spec);
+
+/*
+ * Creates, binds and listens as spec says. A unix path that already
+ * exists is replaced only if it is a socket nobody listens on (a stale
+ * one from a crash); a live socket or any other file is an error. A unix
+ * socket gets spec's owner, group and mode before anyone can connect.
+ * Returns 0 or -1 (logged).
+ */
+int listen_bind(struct listen_sock *ls, const struct listen_spec *spec);
 
 /* Closes the socket and removes the unix path if this process made it. */
 void listen_close(struct listen_sock *ls);

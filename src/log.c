@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +21,8 @@
 static enum config_log_level log_level = CONFIG_LOG_NOTICE;
 static char log_path[CONFIG_MAX_VALUE];
 static const char *log_role = "master";
+static uid_t log_owner_uid = (uid_t)-1;
+static gid_t log_owner_gid = (gid_t)-1;
 
 static const char *const log_names[] = {
 	[CONFIG_LOG_ERROR] = "ERROR",
@@ -29,13 +32,53 @@ static const char *const log_names[] = {
 	[CONFIG_LOG_DEBUG] = "DEBUG",
 };
 
+void
+log_set_file_owner(uid_t uid, gid_t gid)
+{
+	log_owner_uid = uid;
+	log_owner_gid = gid;
+}
+
+int
+log_open_append(const char *path)
+{
+	struct stat st;
+	int fd, created = 0, saved;
+
+	fd = open(path, LOG_OPEN_FLAGS);
+	if (fd == -1 && errno == ENOENT) {
+		fd = open(path, LOG_CREATE_FLAGS, LOG_FILE_MODE);
+		created = fd != -1;
+		if (fd == -1 && errno == EEXIST)	/* another worker won */
+			fd = open(path, LOG_OPEN_FLAGS);
+	}
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == -1)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;		/* a FIFO, a device: not a log file */
+		goto fail;
+	}
+	/* Root made it: give it to the workers' user, or a worker that is
+	 * no longer root could not reopen it after a rotation. */
+	if (created && log_owner_uid != (uid_t)-1 && geteuid() == 0 &&
+	    fchown(fd, log_owner_uid, log_owner_gid) == -1)
+		goto fail;
+	return fd;
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
 static int
 log_open_file(void)
 {
 	int fd;
 
-	fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-	if (fd == -1)
+	if ((fd = log_open_append(log_path)) == -1)
 		return -1;
 	if (dup2(fd, STDERR_FILENO) == -1) {
 		close(fd);

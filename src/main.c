@@ -1,7 +1,7 @@
 /*
  * main.c: cfpm's entry point (master process, before the pool exists).
- * Parses argv, loads and checks the configuration, obtains the listen
- * socket, and hands over to master_run().
+ * Parses argv, loads and checks the configuration (the workers' user
+ * included), obtains the listen socket, and hands over to master_run().
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,20 +14,38 @@
 #include "listen.h"
 #include "log.h"
 #include "master.h"
+#include "sandbox.h"
 
 #ifndef CFPM_DEFAULT_CONFIG
 #define CFPM_DEFAULT_CONFIG	"/etc/cfpm/cfpm.conf"
 #endif
 
+static const struct option main_options[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "children", required_argument, NULL, 'n' },
+	{ "test", no_argument, NULL, 't' },
+	{ "nodaemonize", no_argument, NULL, 'F' },
+	{ "allow-to-run-as-root", no_argument, NULL, 'R' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'v' },
+	{ NULL, 0, NULL, 0 },
+};
+
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: cfpm [-tFh] [-c file] [-n children]\n"
-	    "  -c file      configuration file (default %s)\n"
-	    "  -n children  override pm.max_children (1..%d)\n"
-	    "  -t           test the configuration and keys, then exit\n"
-	    "  -F           stay in the foreground (always the case)\n"
-	    "  -v           print the version\n",
+	fprintf(f, "usage: cfpm [-tFRhv] [-c file] [-n children]\n"
+	    "  -c, --config file        configuration file (default %s)\n"
+	    "  -n, --children N         override pm.max_children (1..%d)\n"
+	    "  -t, --test               test the configuration and keys, "
+	    "then exit\n"
+	    "  -F, --nodaemonize        stay in the foreground (always the "
+	    "case)\n"
+	    "  -R, --allow-to-run-as-root\n"
+	    "                           let workers run as root (no user, "
+	    "or user root)\n"
+	    "  -h, --help               this text\n"
+	    "  -v, --version            print the version\n",
 	    CFPM_DEFAULT_CONFIG, CONFIG_MAX_CHILDREN);
 }
 
@@ -48,22 +66,72 @@ main_parse_children(const char *s)
 	return (int)v;
 }
 
+/* The unix socket owners and groups name existing users and groups. */
+static int
+main_check_owners(const struct config *cfg, const char *path, char *err)
+{
+	const struct {
+		const char *key, *value;
+		int group;
+	} names[] = {
+		{ "listen.owner", cfg->listen_owner, 0 },
+		{ "listen.group", cfg->listen_group, 1 },
+		{ "pm.status_listen.owner", cfg->status_owner, 0 },
+		{ "pm.status_listen.group", cfg->status_group, 1 },
+	};
+	size_t i;
+	uid_t uid;
+	gid_t gid;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (names[i].value[0] == '\0' || (names[i].group ?
+		    sandbox_group_id(names[i].value, &gid) :
+		    sandbox_user_id(names[i].value, &uid, NULL)) == 0)
+			continue;
+		snprintf(err, CONFIG_ERR_LEN, "%s: %s: no such %s \"%s\"",
+		    path, names[i].key, names[i].group ? "group" : "user",
+		    names[i].value);
+		return -1;
+	}
+	return 0;
+}
+
+/* What the privilege settings mean for this start, said once. */
+static void
+main_privileges_notice(const struct config *cfg,
+    const struct sandbox_ids *ids)
+{
+	if (geteuid() != 0) {
+		if (cfg->user[0] != '\0' || cfg->group[0] != '\0')
+			log_notice("user and group are ignored: cfpm is not "
+			    "running as root");
+	} else if (!ids->drop)
+		log_warn("workers run as root (-R, --allow-to-run-as-root)");
+	if (!cfg->worker_seccomp)
+		log_warn("worker.seccomp = off: workers run without their "
+		    "system-call filter");
+}
+
 int
 main(int argc, char *argv[])
 {
 	static struct config cfg;	/* large: keep it off the stack */
 	const char *path = CFPM_DEFAULT_CONFIG;
 	char err[CONFIG_ERR_LEN];
+	struct listen_spec spec;
 	struct listen_sock ls;
+	struct sandbox_ids ids;
 	struct auth auth;
 	int ch, test = 0, children = 0, rc;
 
-	while ((ch = getopt(argc, argv, "c:n:tFhv")) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:n:tFRhv", main_options,
+	    NULL)) != -1) {
 		switch (ch) {
 		case 'c': path = optarg; break;
 		case 'n': children = main_parse_children(optarg); break;
 		case 't': test = 1; break;
 		case 'F': break;
+		case 'R': sandbox_allow_root(1); break;
 		case 'v': printf("cfpm %s\n", PACKAGE_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -73,20 +141,28 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return 2;
 	}
+	/* master_load_config refuses a bad user; resolved again for ids */
 	if (master_load_config(&cfg, test ? NULL : &auth, path, children,
-	    err) == -1) {
+	    err) == -1 || main_check_owners(&cfg, path, err) == -1 ||
+	    sandbox_resolve(&cfg, path, &ids, err) == -1) {
 		fprintf(stderr, "cfpm: %s\n", err);
 		return 1;
 	}
 	if (test) {
+		main_privileges_notice(&cfg, &ids);
 		printf("cfpm: %s: configuration OK\n", path);
 		return 0;
 	}
+	/* Log files root creates belong to the workers, who reopen them. */
+	if (ids.drop)
+		log_set_file_owner(ids.uid, ids.gid);
 	if (log_open(cfg.log_level, cfg.error_log) == -1)
 		fatal("error_log %s: %s", cfg.error_log, strerror(errno));
+	main_privileges_notice(&cfg, &ids);
+	listen_spec_pool(&cfg, &spec);
 	if ((rc = listen_from_systemd(&ls)) == -1)
 		return 1;
-	if (rc == 0 && listen_bind(&ls, &cfg) == -1)
+	if (rc == 0 && listen_bind(&ls, &spec) == -1)
 		return 1;
 	return master_run(&cfg, &auth, path, children, &ls);
 }

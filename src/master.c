@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "log.h"
 #include "notify.h"
 #include "readfile.h"
+#include "sandbox.h"
 #include "scoreboard.h"
 #include "status.h"
 #include "worker.h"
@@ -47,6 +49,7 @@ struct master {
 	int			 children;	/* -n override, 0 = none */
 	struct listen_sock	*ls;
 	struct admin		*admin;		/* NULL without status_listen */
+	int			 kick_fd;	/* eventfd the workers write to */
 	struct scoreboard	*sb;
 	unsigned		 generation;
 	enum master_stop	 stop;
@@ -111,6 +114,7 @@ int
 master_load_config(struct config *cfg, struct auth *auth, const char *path,
     int children, char *err)
 {
+	struct sandbox_ids ids;
 	struct auth trial;
 	size_t len;
 	char *text;
@@ -127,6 +131,10 @@ master_load_config(struct config *cfg, struct auth *auth, const char *path,
 	if (children > 0)
 		cfg->max_children = children;
 	if (config_validate(cfg, path, err) == -1)
+		return -1;
+	/* The workers' user must exist and not be root: checked here so a
+	 * reload to a bad one is refused while the running pool serves. */
+	if (sandbox_resolve(cfg, path, &ids, err) == -1)
 		return -1;
 	/*
 	 * Keys are parsed here, once: a bad file fails now, not in every
@@ -199,7 +207,7 @@ master_spawn(struct master *m)
 	args.sb = m->sb;
 	args.slot = idx;
 	args.master = getpid();
-	args.close_fd = -1;
+	args.kick_fd = m->kick_fd;
 	switch ((pid = fork())) {
 	case -1:
 		log_err("%s: fork() failed: %s", __func__, strerror(errno));
@@ -650,23 +658,46 @@ master_fill_status(struct status_view *v, void *arg)
 	v->now_us = clock_now_us();
 }
 
+/*
+ * Waits for a signal, the status socket or a worker's kick: a worker
+ * that is ready, or wants to be recycled, writes to the eventfd (a
+ * signal would not do: a worker that gave up root may not signal its
+ * root master), and the loop looks at the scoreboard at once.
+ */
+/* The eventfd workers write to when they are ready or want out. */
+static void
+master_read_kicks(struct master *m)
+{
+	uint64_t kicks;
+
+	if (read(m->kick_fd, &kicks, sizeof(kicks)) == -1 && errno != EAGAIN)
+		log_err("%s: read(eventfd) failed: %s", __func__,
+		    strerror(errno));
+}
+
 static void
 master_wait(struct master *m, const sigset_t *waitmask)
 {
-	struct pollfd pfd[ADMIN_POLL_FDS];
-	int ms = master_timeout_ms(m), n, nfds = 0, t;
+	struct pollfd pfd[ADMIN_POLL_FDS + 1];
+	struct pollfd *kick = &pfd[ADMIN_POLL_FDS];
+	int ms = master_timeout_ms(m), n, i, t;
 	struct timespec ts;
 
-	if (m->admin != NULL) {
-		nfds = ADMIN_POLL_FDS;
-		if ((t = admin_poll_fds(m->admin, pfd)) >= 0 && t < ms)
-			ms = t;
-	}
+	for (i = 0; i < ADMIN_POLL_FDS; i++)
+		pfd[i].fd = -1;
+	if (m->admin != NULL &&
+	    (t = admin_poll_fds(m->admin, pfd)) >= 0 && t < ms)
+		ms = t;
+	kick->fd = m->kick_fd;
+	kick->events = POLLIN;
+	kick->revents = 0;
 	ts.tv_sec = ms / 1000;
 	ts.tv_nsec = (long)(ms % 1000) * 1000000;
-	n = ppoll(pfd, (nfds_t)nfds, &ts, waitmask);
+	n = ppoll(pfd, ADMIN_POLL_FDS + 1, &ts, waitmask);
 	if (n == -1 && errno != EINTR)
 		log_err("%s: ppoll() failed: %s", __func__, strerror(errno));
+	if (n > 0 && (kick->revents & POLLIN))
+		master_read_kicks(m);
 	/* Deadlines run out with or without events. */
 	if (m->admin != NULL && n >= 0)
 		admin_process(m->admin, pfd, m->cfg, master_fill_status, m);
@@ -692,6 +723,8 @@ master_init(struct master *m, struct config *cfg, struct auth *auth,
 		log_warn("listen socket: receive buffer: %s", strerror(errno));
 	if ((m->sb = scoreboard_create(MASTER_SLOTS)) == NULL)
 		fatal("%s: scoreboard: %s", __func__, strerror(errno));
+	if ((m->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
+		fatal("%s: eventfd: %s", __func__, strerror(errno));
 	m->sb->totals.start_time = (int64_t)time(NULL);
 	notify_init();
 	if (own->status_listen[0] != '\0' &&
@@ -728,6 +761,7 @@ master_run(struct config *cfg, struct auth *auth, const char *config_path,
 	admin_close(m.admin);
 	listen_close(ls);
 	scoreboard_destroy(m.sb);
+	close(m.kick_fd);
 	master_free_auth(&m);
 	free(m.cfg);
 	log_notice("stopped");

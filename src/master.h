@@ -20,7 +20,8 @@
 
 /*
  * Loads path into cfg: defaults, the file, the -n override (children > 0),
- * cross-checks, and the key file parsed into auth (release with
+ * cross-checks (the workers' user and group included: sandbox_resolve),
+ * and the key file parsed into auth (release with
  * auth_free(); NULL only checks it). Returns 0, or -1 with
  * "file:line: reason" in err (CONFIG_ERR_LEN bytes). Used at start, by
  * -t, and on every reload.

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include "esc.h"
 #include "http.h"
 #include "log.h"
+#include "sandbox.h"
 
 #define WORKER_DB_RETRY_MS	500	/* idle reconnect check while down */
 #define WORKER_IDLE_CHECK_MS	2000	/* idle look at the socket anyway */
@@ -38,6 +40,7 @@ static volatile sig_atomic_t worker_stop, worker_reopen;
 static int worker_epfd = -1;		/* waits for the listen socket */
 static struct db *worker_db;		/* for the terminate timer */
 static sigset_t worker_waitmask;	/* what epoll_pwait lets through */
+static int worker_kick_fd = -1;		/* the master's eventfd */
 
 /*
  * SIGTERM, SIGQUIT, SIGUSR1 and SIGUSR2 are blocked except while the
@@ -228,13 +231,18 @@ worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
 }
 
 /*
- * Wakes the master's loop now rather than at its next tick: a SIGCHLD
- * with no dead child just makes it look at the scoreboard.
+ * Wakes the master's loop now rather than at its next tick, to look at
+ * the scoreboard. Not a signal: a worker that gave up root may not
+ * signal its root master.
  */
 static void
 worker_kick_master(void)
 {
-	kill(getppid(), SIGCHLD);
+	uint64_t one = 1;
+
+	if (write(worker_kick_fd, &one, sizeof(one)) == -1) {
+		/* EAGAIN: kicks pending already; the master looks anyway */
+	}
 }
 
 /* SIGUSR1: checked as soon as a request arrives, before it logs. */
@@ -402,23 +410,41 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 	FCGX_Free(&req, 1);
 }
 
+/*
+ * The order matters. The access log is opened while still root (its
+ * directory may be root's); the identity is then given up at once,
+ * before anything reads a byte from a client or the database; the parent
+ * death signal is set only after that, because changing credentials
+ * clears it; the filter comes last, once everything that needs more than
+ * serving requests (connecting, preparing, loading libraries) has run.
+ */
 void
 worker_main(const struct worker_args *args)
 {
 	struct sb_slot *slot = &args->sb->slots[args->slot];
+	char err[CONFIG_ERR_LEN];
+	struct sandbox_ids ids;
 	struct api_ctx ctx;
 	int code = 1;
 
 	log_set_role("worker");
-	if (args->close_fd != -1)
-		close(args->close_fd);	/* the status socket is the master's */
+	memset(&ctx, 0, sizeof(ctx));
+	worker_kick_fd = args->kick_fd;
+	if (accesslog_open(args->cfg->access_log) == -1)
+		log_err("access.log %s: %s", args->cfg->access_log,
+		    strerror(errno));
+	if (sandbox_resolve(args->cfg, "worker", &ids, err) == -1) {
+		log_err("%s", err);	/* the master backs off */
+		goto done;
+	}
+	if (sandbox_drop(&ids) == -1)
+		goto done;
 	worker_signals();
 	/* Die with the master: a pool without its master serves nobody. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 ||
 	    getppid() != args->master)
 		_exit(1);
 	arena_install();		/* jansson's trees: see arena.h */
-	memset(&ctx, 0, sizeof(ctx));
 	ctx.cfg = args->cfg;
 	ctx.auth = args->auth;		/* parsed once, by the master */
 	ctx.slot = slot;
@@ -428,10 +454,9 @@ worker_main(const struct worker_args *args)
 		goto done;
 	}
 	worker_db = ctx.db;
-	if (accesslog_open(args->cfg->access_log) == -1)
-		log_err("access.log %s: %s", args->cfg->access_log,
-		    strerror(errno));
 	slot->db_ok = slot->ready = db_is_up(ctx.db);
+	if (args->cfg->worker_seccomp && sandbox_filter(args->master) == -1)
+		goto done;
 	worker_loop(&ctx, args->listen_fd, args->sb, slot,
 	    worker_request_limit(args->cfg));
 	code = 0;

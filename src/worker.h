@@ -19,7 +19,8 @@ struct worker_args {
 	struct scoreboard	*sb;
 	int			 slot;		/* index in sb->slots */
 	pid_t			 master;
-	int			 close_fd;	/* master-only fd, or -1 */
+	int			 kick_fd;	/* eventfd: a write wakes the
+						   master's loop */
 };
 
 /*

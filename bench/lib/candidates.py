@@ -110,7 +110,10 @@ class Cfpm(Candidate):
             "auth.issuer = " + ISSUER, "auth.audience = " + AUDIENCE,
             "auth.key_file = " + self.run.keys["jwks"],
             "error_log = " + os.path.join(cell.dir, "cfpm-error.log"),
-            "log_level = warning", ""])
+            "log_level = warning",
+            # As shipped: workers unprivileged (a root master refuses to
+            # run them as root) and under their system-call filter.
+            "user = nobody", "group = nogroup", ""])
 
     def start(self, cell):
         sock = os.path.join(cell.dir, "cfpm.sock")

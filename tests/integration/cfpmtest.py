@@ -19,13 +19,22 @@ Environment (exported by Makefile.am; defaults for a run from the tree):
   CFPM_NGINX     nginx binary
   CFPM_PG_BINDIR PostgreSQL binaries (default /usr/lib/postgresql/15/bin)
   CFPM_KEEP_TMP  set to 1 to keep the temp dir (its path is printed)
+
+Run as root, the harness configures cfpm's workers to run unprivileged,
+as WORKER_USER:WORKER_GROUP (nobody:nogroup), and checks that what the
+workers must reach is reachable for that user: the temp dir (access
+logs), the PostgreSQL socket directory, and the sanitizers' report
+directory (log_path in ASAN_OPTIONS / UBSAN_OPTIONS), whose reports would
+otherwise be lost without a word.
 """
 
 import atexit
 import base64
+import grp
 import http.client
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -48,6 +57,8 @@ PG_BINDIR = os.environ.get("CFPM_PG_BINDIR") or "/usr/lib/postgresql/15/bin"
 SOCKET_ACTIVATE = shutil.which("systemd-socket-activate") or \
     "/usr/bin/systemd-socket-activate"
 PG_USER = "postgres"
+WORKER_USER = "nobody"      # what the workers run as when the tests are root
+WORKER_GROUP = "nogroup"
 
 CFPM = os.path.join(BUILDDIR, "cfpm")
 CFPM_TOKEN = os.path.join(BUILDDIR, "cfpm-token")
@@ -266,6 +277,60 @@ def tail(path, lines=40):
     except OSError as e:
         return "(%s: %s)" % (path, e.strerror)
     return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
+
+
+# ---------------------------------------------------------------------------
+# The workers' user
+
+def worker_ids():
+    """(uid, gid) the workers run as, or None when the tests are not root
+    (then cfpm cannot change user and the workers run as we do)."""
+    if os.geteuid() != 0:
+        return None
+    return pwd.getpwnam(WORKER_USER).pw_uid, grp.getgrnam(WORKER_GROUP).gr_gid
+
+
+def reachable(path, bits, ids=None):
+    """True if the workers' user can use path with the access bits (os.R_OK,
+    W_OK, X_OK) and search every directory above it (mode bits, no ACLs)."""
+    ids = ids or worker_ids()
+    if ids is None:
+        return os.access(path, bits)
+    uid, gid = ids
+
+    def allowed(p, want):
+        st = os.stat(p)
+        if st.st_uid == uid:
+            shift = 6
+        elif st.st_gid == gid:
+            shift = 3
+        else:
+            shift = 0
+        return (st.st_mode >> shift) & want == want
+    p = os.path.abspath(path)
+    parts = []
+    while True:
+        parts.append(p)
+        if p == "/":
+            break
+        p = os.path.dirname(p)
+    return all(allowed(d, os.X_OK) for d in parts[1:]) and \
+        allowed(parts[0], bits)
+
+
+def check_sanitizer_dirs():
+    """Raises if a sanitizer log_path directory is not writable by the
+    workers' user: their reports would be lost silently."""
+    for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+        for opt in os.environ.get(var, "").split(":"):
+            if opt.startswith("log_path="):
+                d = os.path.dirname(opt[len("log_path="):]) or "."
+                if os.path.isdir(d) and \
+                        not reachable(d, os.W_OK | os.X_OK):
+                    raise RuntimeError(
+                        "%s log_path directory %s is not writable by %s:%s "
+                        "(the workers): their reports would be lost" %
+                        (var, d, WORKER_USER, WORKER_GROUP))
 
 
 # ---------------------------------------------------------------------------
@@ -944,6 +1009,13 @@ class Stack:
         self.dir = tempfile.mkdtemp(prefix="cfpm-it-")
         _tmpdirs.append(self.dir)
         os.chmod(self.dir, 0o755)   # the postgres user must traverse it
+        ids = worker_ids()
+        if ids is not None:
+            # Unprivileged workers create and reopen their access logs
+            # here: the directory is writable for their group.
+            os.chown(self.dir, 0, ids[1])
+            os.chmod(self.dir, 0o775)
+            check_sanitizer_dirs()
         self.pg = Postgres(self.dir)
         self.keys = None
         self.tokens = {}
@@ -962,6 +1034,10 @@ class Stack:
         """PostgreSQL cluster with seed rows, keys, bench tokens, nginx."""
         self.pg.init(rows)
         self.logs.append(self.pg.log)
+        sock = os.path.join(self.pg.sockdir, ".s.PGSQL.%d" % self.pg.port)
+        if not reachable(sock, os.W_OK):
+            raise RuntimeError("the PostgreSQL socket %s is out of reach "
+                               "for %s" % (sock, WORKER_USER))
         self.keys = Keys(os.path.join(self.dir, "keys"))
         if not self.keys.tool:
             self.tap.diag("cfpm-token not built: signing with openssl")
@@ -1151,6 +1227,9 @@ http {
             "pm.status_listen": self.status_sock,
             "pm.status_path": "/status",
         }
+        if worker_ids() is not None:
+            s["user"] = WORKER_USER
+            s["group"] = WORKER_GROUP
         for k, v in (settings or {}).items():
             if v is None:
                 s.pop(k, None)

@@ -39,6 +39,12 @@ test_defaults(void)
 	is_int(cfg.auth_leeway, 0, "default leeway 0");
 	is_int(cfg.auth_errors, CONFIG_AUTH_RFC6750, "default rfc6750");
 	is_str(cfg.ping_response, "pong", "default ping.response");
+	is_str(cfg.user, "", "default user: none (root refuses to start)");
+	is_str(cfg.group, "", "default group: the user's");
+	is_int(cfg.status_mode, 0660, "default pm.status_listen.mode");
+	is_str(cfg.status_owner, "", "default pm.status_listen.owner");
+	is_str(cfg.status_group, "", "default pm.status_listen.group");
+	is_int(cfg.worker_seccomp, 1, "default worker.seccomp on");
 }
 
 static void
@@ -71,6 +77,13 @@ test_full(void)
 	    "auth.typ = strict\n"
 	    "ping.path = /ping\n"
 	    "pm.status_path = /status\n"
+	    "pm.status_listen = /run/cfpm/status.sock\n"
+	    "pm.status_listen.owner = cfpm\n"
+	    "pm.status_listen.group = www-data\n"
+	    "pm.status_listen.mode = 0600\n"
+	    "user = cfpm\n"
+	    "group = nogroup\n"
+	    "worker.seccomp = off\n"
 	    "access.format = \"%m \\\"%r\\\" \\\\ %s\"";
 
 	is_int(parse(&cfg, text, err), 0, "full config parses (%s)", err);
@@ -91,6 +104,13 @@ test_full(void)
 	is_str(cfg.status_path, "/status", "pm.status_path");
 	is_str(cfg.access_format, "%m \"%r\" \\ %s", "escapes in quotes");
 	is_str(cfg.pool_name, "www", "pool name from the section");
+	is_str(cfg.status_owner, "cfpm", "pm.status_listen.owner");
+	is_str(cfg.status_group, "www-data", "pm.status_listen.group");
+	is_int(cfg.status_mode, 0600, "pm.status_listen.mode octal");
+	is_int(cfg.listen_mode, 0666, "listen.mode apart from the status one");
+	is_str(cfg.user, "cfpm", "user");
+	is_str(cfg.group, "nogroup", "group");
+	is_int(cfg.worker_seccomp, 0, "worker.seccomp off");
 	is_int(config_validate(&cfg, "t.conf", err), 0, "validates");
 }
 
@@ -122,6 +142,15 @@ test_errors(void)
 	expect_error("request_terminate_timeout = 25h\n", "longer than",
 	    "duration too long");
 	expect_error("auth.leeway = -1\n", "out of range", "negative leeway");
+	expect_error("worker.seccomp = yes\n", "worker.seccomp: expected on or "
+	    "off", "bad worker.seccomp");
+	expect_error("worker.seccomp =\n", "expected on or off",
+	    "empty worker.seccomp");
+	expect_error("pm.status_listen.mode = 0888\n",
+	    "pm.status_listen.mode: \"0888\" is not an octal mode",
+	    "bad status mode");
+	expect_error("pm.status_listen.mode = 10000\n", "octal",
+	    "status mode above 07777");
 	expect_error("pm.max_children = 99999999999999999999\n",
 	    "not an integer", "integer overflow");
 }
