@@ -337,6 +337,9 @@ class PgProxy:
                 os.unlink(path)
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self.sock.bind(path)
+            # cfpm's workers run unprivileged (cfpmtest.WORKER_USER).
+            os.chmod(sockdir, 0o755)
+            os.chmod(path, 0o666)
         self.sock.listen(64)
         self.sock.settimeout(0.5)
         self.thread = threading.Thread(target=self._accept, daemon=True)

@@ -524,8 +524,13 @@ def check_fuzz(st, c, tap):
            *["%d: %r" % (p, fd_links(p)) for p in fds])
     grown = {p: rss_kb(p) - rss[p] for p in rss}
     tap.diag("fuzz: RSS growth kB %r" % grown)
-    tap.ok(all(g < 4096 for g in grown.values()),
-           "RSS grew by less than 4 MiB in every process")
+    if os.environ.get("CFPM_SANITIZERS") == "yes":
+        # ASan's quarantine keeps freed blocks: RSS says nothing there.
+        tap.skip("RSS grew by less than 4 MiB in every process",
+                 "sanitizer build")
+    else:
+        tap.ok(all(g < 4096 for g in grown.values()),
+               "RSS grew by less than 4 MiB in every process")
 
 
 def exchange_tcp(addr, data, timeout=5):
