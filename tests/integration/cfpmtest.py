@@ -845,6 +845,31 @@ def b64url(data):
 
 
 
+CRASH_RE = re.compile(r"killed by signal|exited with status|stack smashing|"
+                      r"AddressSanitizer|runtime error")
+
+
+def crash_lines(c, since=0):
+    """Lines of cfpm c's log, from byte offset since, that tell of a
+    crash: a worker killed by a signal or exiting with an error, a stack
+    smash, a sanitizer report."""
+    with open(c.log, errors="replace") as f:
+        f.seek(since)
+        return [l for l in f.read().splitlines() if CRASH_RE.search(l)]
+
+
+def vmrss_kb(pid):
+    """VmRSS of pid in kB, or None if it is gone."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
 def workers_seen(c, seconds, interval=0.02):
     """Every worker pid of cfpm c seen during the next seconds (a fork
     loop shows as many more pids than the pool)."""

@@ -78,21 +78,6 @@ def log_text(path):
         return ""
 
 
-def crash_lines(c):
-    """Lines of cfpm c's log that tell of a worker crash."""
-    return [l for l in log_text(c.log).splitlines()
-            if "killed by signal" in l or "exited with status" in l]
-
-
-def vmrss_kb(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
 
 
 def wchan(pid):
@@ -486,7 +471,7 @@ def check_pg_restart(st):
             "pids)")
     tap.ok(c.alive() and c.pid == master, "pg restart: same master pid, "
            "no cfpm restart")
-    tap.is_(crash_lines(c), [], "pg restart: no worker crash in the log")
+    tap.is_(ct.crash_lines(c), [], "pg restart: no worker crash in the log")
     st.stop_cfpm(c)
 
 
@@ -710,7 +695,7 @@ def check_client_abort(st):
            "abort: the next 30 requests are all served",
            "statuses %r" % summarize(codes))
     tap.is_(c.workers(), before, "abort: same workers, all alive")
-    tap.is_(crash_lines(c), [], "abort: no worker crash in the log")
+    tap.is_(ct.crash_lines(c), [], "abort: no worker crash in the log")
     tap.ok(c.alive(), "abort: master alive")
     n1 = st.pg.row_count()
     tap.cmp_ok(n1 - n0, "<=", 10 + 2, "abort: no stray rows (%d added: 10 "
@@ -975,7 +960,7 @@ def check_resource_limits(st):
 
     # RSS after 1,000 requests, then after (up to) 100,000.
     served = worker_requests(st)
-    rss1 = {p: vmrss_kb(p) for p in c.workers()}
+    rss1 = {p: ct.vmrss_kb(p) for p in c.workers()}
     tap.diag("RSS after %d requests: %s (sum %d kB); requests per worker "
              "%r" % (sum(v or 0 for v in served.values()),
                      ", ".join("%d: %s kB" % kv for kv in sorted(
@@ -997,7 +982,7 @@ def check_resource_limits(st):
     done, badl, reconn, el = run_loaders(st, 4, target, 75, plan)
     served2 = worker_requests(st)
     total = sum(v or 0 for v in served2.values())
-    rss2 = {p: vmrss_kb(p) for p in c.workers()}
+    rss2 = {p: ct.vmrss_kb(p) for p in c.workers()}
     tap.diag("load: %d requests in %.1fs (%.0f/s) by 4 keep-alive loader "
              "processes, %d connections" % (done, el, done / max(el, 0.1),
                                             reconn))
@@ -1029,7 +1014,7 @@ def check_resource_limits(st):
                "under 2 MiB per worker (worst %+d kB)" %
                (sum(v or 0 for v in served.values()), total, worst),
                "growth per worker (kB) %r" % growth)
-    tap.is_(crash_lines(c), [], "limits: no worker crash in the log")
+    tap.is_(ct.crash_lines(c), [], "limits: no worker crash in the log")
     st.stop_cfpm(c)
 
 
@@ -1117,7 +1102,7 @@ def check_rotation(st):
     tap.ok(st.get("/auth", new.mint(kid="new")).status == 200,
            "rotation: a freshly minted new-key token is accepted")
     tap.ok(c.alive(), "rotation: same master")
-    tap.is_(crash_lines(c), [], "rotation: no worker crash in the log")
+    tap.is_(ct.crash_lines(c), [], "rotation: no worker crash in the log")
     st.stop_cfpm(c)
 
 

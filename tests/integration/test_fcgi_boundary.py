@@ -53,8 +53,6 @@ FCGI_GET_VALUES, FCGI_GET_VALUES_RESULT, FCGI_UNKNOWN_TYPE = 9, 10, 11
 FCGI_STDOUT, FCGI_END_REQUEST = 6, 3
 MAX_STDIN = 80 * 1024           # FCGI_MAX_STDIN (src/fcgi.h)
 MAX_PARAMS = 96 * 1024          # FCGI_MAX_PARAMS
-CRASH = re.compile(r"killed by signal|stack smashing|exited with status|"
-                   r"AddressSanitizer|runtime error|Segmentation")
 
 
 def rec(rtype, content=b"", req_id=1, pad=0):
@@ -135,12 +133,6 @@ def status_of(data):
     return int(m.group(1)) if m else 0
 
 
-def crash_lines(c, since=0):
-    """Log lines of a crash written after offset since."""
-    with open(c.log, errors="replace") as f:
-        f.seek(since)
-        return [l for l in f if CRASH.search(l)]
-
 
 def pids(c):
     return (c.pid, tuple(sorted(c.workers())))
@@ -162,16 +154,6 @@ def fd_links(pid):
             pass
     return out
 
-
-def rss_kb(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return -1
 
 
 def serves(st, c):
@@ -239,7 +221,7 @@ def check_management(st, c, tap):
                "then closed (%d records back)" % (where, len(records(got))))
     tap.ok(serves(st, c), "after the management records both sockets serve")
     tap.is_(pids(c), before, "same master and workers (nothing crashed)")
-    tap.is_(crash_lines(c), [], "no crash in the log")
+    tap.is_(ct.crash_lines(c), [], "no crash in the log")
 
 
 # ---------------------------------------------------------------------------
@@ -492,7 +474,7 @@ def check_fuzz(st, c, tap):
     before = pids(c)
     log_at = os.path.getsize(c.log)
     fds = {p: fd_count(p) for p in (c.pid,) + before[1]}
-    rss = {p: rss_kb(p) for p in (c.pid,) + before[1]}
+    rss = {p: ct.vmrss_kb(p) for p in (c.pid,) + before[1]}
     stats = {"execs": 0, "hung": 0}
     end = time.monotonic() + seconds
 
@@ -515,14 +497,14 @@ def check_fuzz(st, c, tap):
             "request_read_timeout")
     tap.ok(serves(st, c), "after the fuzzer both sockets serve")
     tap.is_(pids(c), before, "same master and workers after the fuzzer")
-    tap.is_(crash_lines(c, log_at), [], "no crash in the log")
+    tap.is_(ct.crash_lines(c, log_at), [], "no crash in the log")
     # A connection the fuzzer just closed may still be on its way out.
     ct.wait_for(lambda: {p: fd_count(p) for p in fds} == fds, 3, 0.1)
     after = {p: fd_count(p) for p in fds}
     tap.ok(after == fds, "no descriptor left open (master and workers)",
            "got %r, want %r" % (after, fds),
            *["%d: %r" % (p, fd_links(p)) for p in fds])
-    grown = {p: rss_kb(p) - rss[p] for p in rss}
+    grown = {p: (ct.vmrss_kb(p) or 0) - (rss[p] or 0) for p in rss}
     tap.diag("fuzz: RSS growth kB %r" % grown)
     if os.environ.get("CFPM_SANITIZERS") == "yes":
         # ASan's quarantine keeps freed blocks: RSS says nothing there.

@@ -61,11 +61,6 @@ def ids_of(status, field):
     return [int(x) for x in status.get(field, "").split()]
 
 
-def crash_lines(c):
-    with open(c.log, errors="replace") as f:
-        return [l for l in f.read().splitlines()
-                if "killed by signal" in l or "exited with status" in l]
-
 
 def sock_info(path):
     st = os.stat(path)
@@ -196,7 +191,7 @@ def check_unprivileged(st, nobody, nogroup):
             ct.WORKER_USER)
     tap.is_(owner(access), (nobody, nogroup),
             "access.log created by a worker belongs to %s" % ct.WORKER_USER)
-    tap.is_(crash_lines(c), [], "no worker crash")
+    tap.is_(ct.crash_lines(c), [], "no worker crash")
     tap.is_(st.stop_cfpm(c), 0, "stops with exit 0")
 
     c = st.start_cfpm({"pm.max_children": POOL,
@@ -302,7 +297,7 @@ def check_logs(st, nobody, nogroup):
     time.sleep(0.5)
     tap.is_(st.get("/status", timeout=5).status, 200,
             "FIFO at error_log: the master still serves /status")
-    tap.ok(c.alive() and not [l for l in crash_lines(c)
+    tap.ok(c.alive() and not [l for l in ct.crash_lines(c)
                               if "signal 9" not in l],
            "FIFO: no crash, master alive")
     os.unlink(errlog)
@@ -338,7 +333,7 @@ def check_hostname_reconnect(st):
                    "again through the host name")
         tap.is_(c.workers(), workers, "no worker died (a call outside the "
                 "filter would kill it)")
-        tap.is_(crash_lines(c), [], "no crash in the log")
+        tap.is_(ct.crash_lines(c), [], "no crash in the log")
         tap.is_(st.stop_cfpm(c), 0, "stops with exit 0")
     finally:
         proxy.close()

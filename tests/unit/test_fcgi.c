@@ -154,11 +154,55 @@ expect_invalid(struct stream *s, const char *what)
 	    "%s: INVALID (%s)", what, r.why ? r.why : "no reason");
 }
 
+/* A record of a violation case; type 0 ends the list. */
+struct t_rec {
+	int		 type;
+	unsigned	 id;
+	const char	*content;	/* "@" for the standard parameters */
+	size_t		 clen;
+};
+
+#define T_ROLE(r)	"\0" r "\0\0\0\0\0\0"
+
+/* begun: the case follows a good BEGIN_REQUEST. */
+static const struct {
+	const char	*what;
+	int		 begun;
+	struct t_rec	 recs[3];
+} t_violations[] = {
+	{ "PARAMS before BEGIN_REQUEST", 0, { { FCGI_PARAMS, 1, "@", 0 } } },
+	{ "a 6-byte BEGIN_REQUEST", 0,
+	    { { FCGI_BEGIN_REQUEST, 1, "\0\1\0\0\0\0", 6 } } },
+	{ "role authorizer", 0, { { FCGI_BEGIN_REQUEST, 1, T_ROLE("\2"), 8 } } },
+	{ "role filter", 0, { { FCGI_BEGIN_REQUEST, 1, T_ROLE("\3"), 8 } } },
+	{ "a second BEGIN_REQUEST (multiplexing)", 1,
+	    { { FCGI_BEGIN_REQUEST, 2, T_ROLE("\1"), 8 } } },
+	{ "parameters of another request id", 1,
+	    { { FCGI_PARAMS, 2, "@", 0 } } },
+	{ "a management record after BEGIN_REQUEST", 1,
+	    { { FCGI_GET_VALUES, 0, "", 0 } } },
+	{ "STDIN before the parameters ended", 1,
+	    { { FCGI_STDIN, 1, "x", 1 } } },
+	{ "PARAMS after their end", 1,
+	    { { FCGI_PARAMS, 1, "", 0 }, { FCGI_PARAMS, 1, "@", 0 } } },
+	{ "FCGI_DATA in the body", 1,
+	    { { FCGI_PARAMS, 1, "", 0 }, { FCGI_DATA, 1, "x", 1 } } },
+	{ "FCGI_ABORT_REQUEST", 1, { { FCGI_ABORT_REQUEST, 1, "", 0 } } },
+	{ "a pair cut short at the end of the parameters", 1,
+	    { { FCGI_PARAMS, 1, "\x05\x01" "ABC", 5 },
+	    { FCGI_PARAMS, 1, "", 0 } } },
+	{ "a pair with an empty name", 1,
+	    { { FCGI_PARAMS, 1, "\x00\x01X", 3 } } },
+	{ "a 4-byte length cut by the end of the parameters", 1,
+	    { { FCGI_PARAMS, 1, "\x81\x00", 2 }, { FCGI_PARAMS, 1, "", 0 } } },
+};
+
 static void
 test_violations(struct stream *s)
 {
-	unsigned char params[256], bad[8] = { 0x05, 0x01, 'A', 'B', 'C' };
-	size_t plen = std_params(params);
+	unsigned char params[256];
+	size_t plen = std_params(params), i, k;
+	const struct t_rec *r;
 
 	s->len = 0;
 	request(s, 1, params, plen, 64, NULL, 0);
@@ -166,62 +210,19 @@ test_violations(struct stream *s)
 	expect_invalid(s, "version 0");
 	s->p[0] = 2;
 	expect_invalid(s, "version 2");
-	s->len = 0;
-	put(s, FCGI_PARAMS, 1, params, plen, 0);
-	expect_invalid(s, "PARAMS before BEGIN_REQUEST");
-	s->len = 0;
-	put(s, FCGI_BEGIN_REQUEST, 1, "\0\1\0\0\0\0", 6, 0);
-	expect_invalid(s, "a 6-byte BEGIN_REQUEST");
-	s->len = 0;
-	put_begin(s, 1, FCGI_AUTHORIZER, 0);
-	expect_invalid(s, "role authorizer");
-	s->len = 0;
-	put_begin(s, 1, FCGI_FILTER, 0);
-	expect_invalid(s, "role filter");
-	s->len = 0;
-	put_begin(s, 1, FCGI_RESPONDER, 0);
-	put_begin(s, 2, FCGI_RESPONDER, 0);
-	expect_invalid(s, "a second BEGIN_REQUEST (multiplexing)");
-	s->len = 0;
-	put_begin(s, 1, FCGI_RESPONDER, 0);
-	put(s, FCGI_PARAMS, 2, params, plen, 0);
-	expect_invalid(s, "parameters of another request id");
-	s->len = 0;
-	put_begin(s, 1, FCGI_RESPONDER, 0);
-	put(s, FCGI_GET_VALUES, 0, NULL, 0, 0);
-	expect_invalid(s, "a management record after BEGIN_REQUEST");
-	s->len = 0;
-	put_begin(s, 1, FCGI_RESPONDER, 0);
-	put(s, FCGI_STDIN, 1, "x", 1, 0);
-	expect_invalid(s, "STDIN before the parameters ended");
-	s->len = 0;
-	put_begin(s, 1, FCGI_RESPONDER, 0);
-	put(s, FCGI_PARAMS, 1, NULL, 0, 0);
-	put(s, FCGI_PARAMS, 1, params, plen, 0);
-	expect_invalid(s, "PARAMS after their end");
-	s->len = 0;
-	put_begin(s, 1, FCGI_RESPONDER, 0);
-	put(s, FCGI_PARAMS, 1, NULL, 0, 0);
-	put(s, FCGI_DATA, 1, "x", 1, 0);
-	expect_invalid(s, "FCGI_DATA in the body");
-	s->len = 0;
-	put_begin(s, 1, FCGI_RESPONDER, 0);
-	put(s, FCGI_ABORT_REQUEST, 1, NULL, 0, 0);
-	expect_invalid(s, "FCGI_ABORT_REQUEST");
-	s->len = 0;
-	put_begin(s, 1, FCGI_RESPONDER, 0);
-	put(s, FCGI_PARAMS, 1, bad, 5, 0);
-	put(s, FCGI_PARAMS, 1, NULL, 0, 0);
-	expect_invalid(s, "a pair cut short at the end of the parameters");
-	s->len = 0;
-	put_begin(s, 1, FCGI_RESPONDER, 0);
-	put(s, FCGI_PARAMS, 1, "\x00\x01X", 3, 0);
-	expect_invalid(s, "a pair with an empty name");
-	s->len = 0;
-	put_begin(s, 1, FCGI_RESPONDER, 0);
-	put(s, FCGI_PARAMS, 1, "\x81\x00", 2, 0);
-	put(s, FCGI_PARAMS, 1, NULL, 0, 0);
-	expect_invalid(s, "a 4-byte length cut by the end of the parameters");
+	for (i = 0; i < sizeof(t_violations) / sizeof(t_violations[0]); i++) {
+		s->len = 0;
+		if (t_violations[i].begun)
+			put_begin(s, 1, FCGI_RESPONDER, 0);
+		for (k = 0; k < 3 && t_violations[i].recs[k].type != 0; k++) {
+			r = &t_violations[i].recs[k];
+			if (strcmp(r->content, "@") == 0)
+				put(s, r->type, r->id, params, plen, 0);
+			else
+				put(s, r->type, r->id, r->content, r->clen, 0);
+		}
+		expect_invalid(s, t_violations[i].what);
+	}
 }
 
 static void
