@@ -498,10 +498,13 @@ def check_fuzz(st, c, tap):
     tap.ok(serves(st, c), "after the fuzzer both sockets serve")
     tap.is_(pids(c), before, "same master and workers after the fuzzer")
     tap.is_(ct.crash_lines(c, log_at), [], "no crash in the log")
-    # A connection the fuzzer just closed may still be on its way out.
-    ct.wait_for(lambda: {p: fd_count(p) for p in fds} == fds, 3, 0.1)
+    # A connection the fuzzer just closed may still be on its way out,
+    # and the master opens files for a moment to render a status page.
+    def no_growth():
+        return all(0 <= fd_count(p) <= fds[p] for p in fds)
+    ct.wait_for(no_growth, 3, 0.1)
     after = {p: fd_count(p) for p in fds}
-    tap.ok(after == fds, "no descriptor left open (master and workers)",
+    tap.ok(no_growth(), "no descriptor left open (master and workers)",
            "got %r, want %r" % (after, fds),
            *["%d: %r" % (p, fd_links(p)) for p in fds])
     grown = {p: (ct.vmrss_kb(p) or 0) - (rss[p] or 0) for p in rss}
