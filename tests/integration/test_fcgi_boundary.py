@@ -26,7 +26,7 @@ live pool (3 workers) and its master, straight on their unix sockets.
    413, parameters over FCGI_MAX_PARAMS 400, and the worker serves on.
 5. A raw stream fuzzer: mutated record sequences (record types, request
    ids, lengths, padding, splits, truncations, management records, short
-   stalls) against both sockets for CFPM_FUZZ_SECONDS (default 20) with
+   stalls) against both sockets for CFPM_FUZZ_SECONDS (default 60) with
    4 clients; afterwards the same pids serve, no descriptor was left
    open, memory did not grow, nothing crashed. CFPM_FUZZ_SEED fixes the
    seed (printed).
@@ -468,7 +468,7 @@ def fuzz_one(rnd, path, stats):
 
 
 def check_fuzz(st, c, tap):
-    seconds = float(os.environ.get("CFPM_FUZZ_SECONDS", "20"))
+    seconds = float(os.environ.get("CFPM_FUZZ_SECONDS", "60"))
     seed = int(os.environ.get("CFPM_FUZZ_SEED", str(int(time.time()))))
     tap.diag("-- 5. raw stream fuzzer: %.0f s, seed %d" % (seconds, seed))
     before = pids(c)
