@@ -40,8 +40,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
 import pgproxy  # noqa: E402
 from test_api import seeded_row  # noqa: E402
-from test_faults import DROPPED, Mixed, Writers, crash_lines, \
-    held_requests, log_text, status_json, summarize  # noqa: E402
+from test_faults import DROPPED, Mixed, Writers, held_requests, \
+    log_text, status_json, summarize  # noqa: E402
 
 POOL = 3
 CUT_POOL = 2
@@ -241,8 +241,8 @@ def check_cuts(st):
                "cut points: afterwards %d writes held at once (one per "
                "worker) are all 201" % CUT_POOL,
                "waiting %r, got %r" % (waiting, res))
-        tap.ok(c.workers() == before and not crash_lines(c),
-               "cut points: no worker exited", *crash_lines(c))
+        tap.ok(c.workers() == before and not ct.crash_lines(c),
+               "cut points: no worker exited", *ct.crash_lines(c))
     finally:
         st.stop_cfpm(c)
         px.stop()
@@ -285,8 +285,8 @@ def check_sync_rep(st):
     tap.ok(r2.status == 201 and rows_for(st, marker + "-after") == 1,
            "sync rep: with the standby requirement gone the next write is "
            "201", "got %r" % r2)
-    tap.ok(c.workers() == before and not crash_lines(c),
-           "sync rep: no worker was killed", *crash_lines(c))
+    tap.ok(c.workers() == before and not ct.crash_lines(c),
+           "sync rep: no worker was killed", *ct.crash_lines(c))
     st.stop_cfpm(c)
 
 
@@ -377,9 +377,9 @@ def check_crash_loop(st):
     tap.ok(not a["errors"], "crash loop: every answer is 201, 503 or a "
            "dropped request (no 500, no 4xx)",
            "others %r" % summarize(a["errors"].values()))
-    tap.ok(c.workers() == before and not crash_lines(c),
+    tap.ok(c.workers() == before and not ct.crash_lines(c),
            "crash loop: the same workers served throughout (no crash)",
-           "before %r, after %r" % (before, c.workers()), *crash_lines(c))
+           "before %r, after %r" % (before, c.workers()), *ct.crash_lines(c))
     st.stop_cfpm(c)
 
 
@@ -447,9 +447,9 @@ def check_outage_log(st):
         p.get("database") == "ok" for p in
         (status_json(st, "full&json") or {}).get("processes", [{}])), 5)
     tap.ok(ok, "outage: every worker's database state is ok again")
-    tap.ok(c.workers() == before and not crash_lines(c),
+    tap.ok(c.workers() == before and not ct.crash_lines(c),
            "outage: the same workers served throughout (no crash)",
-           "before %r, after %r" % (before, c.workers()), *crash_lines(c))
+           "before %r, after %r" % (before, c.workers()), *ct.crash_lines(c))
     st.stop_cfpm(c)
 
 
