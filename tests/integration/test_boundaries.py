@@ -443,9 +443,14 @@ def client_bytes(st, c):
         tap.is_(results, [200] * held, "the held requests then answer 200")
     probs, uris = status_problems(st)
     shown = [u for s, u in uris if u and u.startswith("/zz")]
-    tap.ok(not probs and shown and all("\\x" in u for u in shown),
+    # Which hostile request ends up last on which worker is up to the
+    # kernel's wake-up order; some had their bytes in the method only.
+    raw = [u for u in shown if re.search(r"[\x00-\x1f\x7f-\x9f]", u)]
+    tap.ok(not probs and shown and not raw and
+           any("\\x" in u for u in shown),
            "afterwards: %d workers show a hostile request as the last one, "
-           "escaped (%r)" % (len(shown), [u[:40] for u in shown]),
+           "escaped, no raw control byte (%r)" % (len(shown),
+                                                  [u[:40] for u in shown]),
            *probs[:10])
 
     # A held request whose client goes away: the worker logs it.
