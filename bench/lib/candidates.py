@@ -8,9 +8,10 @@ Candidates (same contract, same run):
   cfpm          nginx (etc/nginx/cfpm.conf) + cfpm, pm.max_children = pool
   php-fpm       nginx + php-fpm8.2, pm = static, max_children = pool,
                 SPKI PEM key string per request (the public method)
-  php-fpm-tuned the same with what a careful PHP team does: the key as an
-                X.509 certificate (OpenSSL 3.0 decodes it faster), opcache
-                preload of the functions, JIT (peers/php-fpm/README.md)
+  php-fpm-tuned the same with what a careful PHP team does: phpseclib3 on
+                GMP with the key's numbers in APCu instead of OpenSSL 3.0's
+                per-call key decode, opcache preload, JIT
+                (peers/php-fpm/README.md)
   go            net/http + pgxpool(pool), GOMAXPROCS = cores, built with
                 the newest Debian Go installed; measured directly (as
                 publicly) or behind nginx (--go-front nginx)
@@ -45,6 +46,7 @@ GO_BUILD_ENV = {"GO111MODULE": "off", "GOPATH": GOPATH, "GOFLAGS": ""}
 GOCACHE = os.environ.get("CFPM_GOCACHE") or "/var/cache/cfpm-bench/go-build"
 NODE = os.environ.get("CFPM_NODE") or shutil.which("node") or "/usr/bin/node"
 NODE_DIR = os.path.join(HERE, "peers", "node")
+PHPSECLIB_AUTOLOAD = "/usr/share/php/phpseclib3/autoload.php"
 PHP_DIR = os.path.join(HERE, "peers", "php-fpm")
 ISSUER = "https://auth.bench.local"
 AUDIENCE = "events-api"
@@ -52,7 +54,7 @@ KID = "bench-1"
 PHP_OPCACHE = ["-d", "opcache.enable=1", "-d", "opcache.validate_timestamps=0",
                "-d", "opcache.memory_consumption=128"]
 # php-fpm-tuned: the functions preloaded once per pool, the tracing JIT.
-PHP_TUNED = ["-d", "opcache.preload=" + os.path.join(PHP_DIR, "events.php"),
+PHP_TUNED = ["-d", "opcache.preload=" + os.path.join(PHP_DIR, "preload.php"),
              "-d", "opcache.preload_user=root", "-d", "opcache.jit=tracing",
              "-d", "opcache.jit_buffer_size=64M"]
 
@@ -170,6 +172,7 @@ class Cfpm(Candidate):
 
 class PhpFpm(Candidate):
     name = "php-fpm"
+    verify = ""             # BENCH_VERIFY: openssl_verify, PEM per request
     script = os.path.join(HERE, "peers", "php-fpm", "index.php")
     template = os.path.join(HERE, "peers", "php-fpm", "pool.conf.in")
 
@@ -186,17 +189,14 @@ class PhpFpm(Candidate):
         values = {"DIR": cell.dir, "SOCK": sock, "POOL": str(cell.pool),
                   "DSN": "pgsql:host=%s;port=%d;dbname=events" %
                   (pg.sock, pg.port), "DBUSER": "postgres",
-                  "PUBKEY": self._key(), "ISSUER": ISSUER,
+                  "PUBKEY": self.run.keys["pub"], "ISSUER": ISSUER,
+                  "VERIFY": self.verify,
                   "AUDIENCE": AUDIENCE, "KID": KID}
         with open(self.template) as f:
             text = f.read()
         for k, v in values.items():
             text = text.replace("@%s@" % k, v)
         return text
-
-    def _key(self):
-        """The BENCH_PUBKEY file: the SPKI PEM, as the public method."""
-        return self.run.keys["pub"]
 
     def _ini(self):
         return PHP_OPCACHE
@@ -220,31 +220,30 @@ class PhpFpm(Candidate):
 
 
 class PhpFpmTuned(PhpFpm):
-    """The same script as a careful PHP team runs it: the verification key
-    as an X.509 certificate (an issuer's x5c; OpenSSL 3.0 decodes it in
-    about a third of the time of an SPKI key), the functions preloaded by
-    opcache, the tracing JIT. Each choice and its measured effect:
-    peers/php-fpm/README.md."""
+    """The same script as a careful PHP team runs it: the RS256 check by
+    phpseclib3 on GMP with the key's modulus and exponent cached in APCu
+    (OpenSSL 3.0 decodes a PEM key on every openssl_verify call), the
+    functions and phpseclib's classes preloaded by opcache, the tracing
+    JIT. Each choice and its measured effect: peers/php-fpm/README.md."""
     name = "php-fpm-tuned"
+    verify = "phpseclib"
 
     def prepare(self):
         PhpFpm.prepare(self)
-        cert = os.path.join(self.run.workdir, "keys", "jwt.cert.pem")
-        proc.run(["openssl", "req", "-new", "-x509", "-key",
-                  os.path.join(os.path.dirname(self.run.keys["pub"]),
-                               "jwt.key.pem"), "-subj", "/CN=" + KID,
-                  "-days", "3650", "-out", cert])
-        self.cert = cert
-
-    def _key(self):
-        return self.cert
+        rc, out, err = proc.run([PHP_FPM, "-m"], check=False)
+        missing = [m for m in ("gmp", "apcu") if m not in out.split()]
+        if missing or not os.path.exists(PHPSECLIB_AUTOLOAD):
+            raise RuntimeError("php-fpm-tuned needs php8.2-gmp, php8.2-apcu "
+                               "and php-phpseclib3 (tools/install-deps "
+                               "--bench); missing: %s" % (", ".join(
+                                   missing) or PHPSECLIB_AUTOLOAD))
 
     def _ini(self):
         return PHP_OPCACHE + PHP_TUNED
 
     def describe(self):
-        return dict(PhpFpm.describe(self), key="X.509 certificate (PEM) "
-                    "string per request")
+        return dict(PhpFpm.describe(self), key="n, e in APCu; phpseclib3 "
+                    "(GMP) RS256 verify")
 
 
 class HttpPeer(Candidate):

@@ -136,7 +136,8 @@ def check_results(tap, res):
            "CPU µs/request is a positive number (%r)" % cpu)
     with open(os.path.join(res, "records.jsonl")) as f:
         recs = [json.loads(line) for line in f if line.strip()]
-    pts = [r for r in recs if r.get("kind") == "point"]
+    pts = [r for r in recs if r.get("kind") == "point" and
+           r.get("candidate") == "cfpm"]
     tap.ok(len(pts) == 1 and isinstance(pts[0].get("valid"), bool) and
            pts[0].get("ok_2xx", 0) > 0, "records.jsonl: one raw point")
     tap.ok(any(r.get("kind") == "contract" and r.get("ok") for r in recs),
@@ -182,7 +183,8 @@ def check_peers(tap, summary, recs):
                (pts[0].get("cpu_us_per_req") or 0) > 0,
                "%s: contract passed, one measured repetition with 2xx "
                "replies and CPU per request" % name, fails or pts)
-    described = {c["name"]: c for c in summary.get("candidates", [])}
+    described = {c["name"]: c for c in
+                 summary.get("run", {}).get("candidates", [])}
     build = (described.get("go") or {}).get("build") or {}
     tap.ok(build.get("toolchain") != (described.get("go-1.19") or {}).get(
         "build", {}).get("toolchain") and build.get("info"),

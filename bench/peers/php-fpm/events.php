@@ -84,6 +84,48 @@ function is_numeric_date($v): bool
     return is_int($v) || (is_float($v) && is_finite($v));
 }
 
+/*
+ * The RS256 check of $sig over $data. By default openssl_verify with the
+ * key file's PEM string, read per request as firebase/php-jwt does: OpenSSL
+ * 3.0 decodes the key on every call. BENCH_VERIFY=phpseclib: phpseclib3 on
+ * GMP with the key's modulus and exponent, parsed once per pool and kept
+ * in APCu (a key object cannot outlive a request; its numbers can).
+ */
+function signature_ok(string $data, string $sig): bool
+{
+    if (getenv('BENCH_VERIFY') === 'phpseclib') {
+        return rsa_key()->verify($data, $sig);
+    }
+    $pem = file_get_contents(getenv('BENCH_PUBKEY'));
+    return openssl_verify($data, $sig, $pem, OPENSSL_ALGO_SHA256) === 1;
+}
+
+/* The verification key as a phpseclib3 RS256 (PKCS#1 v1.5) public key. */
+function rsa_key(): \phpseclib3\Crypt\RSA\PublicKey
+{
+    if (!class_exists(\phpseclib3\Crypt\PublicKeyLoader::class)) {
+        require_once PHPSECLIB_AUTOLOAD;
+    }
+    $ne = apcu_fetch(APCU_KEY);
+    if ($ne === false) {
+        $d = openssl_pkey_get_details(openssl_pkey_get_public(
+            file_get_contents(getenv('BENCH_PUBKEY'))));
+        $ne = [$d['rsa']['n'], $d['rsa']['e']];
+        apcu_store(APCU_KEY, $ne);
+    }
+    return rsa_key_from($ne[0], $ne[1]);
+}
+
+/* A phpseclib3 RS256 public key from the big-endian modulus and exponent. */
+function rsa_key_from(string $n, string $e): \phpseclib3\Crypt\RSA\PublicKey
+{
+    return \phpseclib3\Crypt\PublicKeyLoader::load([
+        'n' => new \phpseclib3\Math\BigInteger($n, 256),
+        'e' => new \phpseclib3\Math\BigInteger($e, 256),
+    ])->withPadding(\phpseclib3\Crypt\RSA::SIGNATURE_PKCS1)
+        ->withHash('sha256');
+}
+
 /* Verifies the token; returns its claims or null (invalid token). */
 function verify(string $tok): ?stdClass
 {
@@ -109,9 +151,7 @@ function verify(string $tok): ?stdClass
     if ($sig === null) {
         return null;
     }
-    $pem = file_get_contents(getenv('BENCH_PUBKEY'));
-    if (openssl_verify($seg[0] . '.' . $seg[1], $sig, $pem,
-        OPENSSL_ALGO_SHA256) !== 1) {
+    if (!signature_ok($seg[0] . '.' . $seg[1], $sig)) {
         return null;
     }
     $c = segment_object($seg[1]);

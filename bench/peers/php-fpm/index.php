@@ -4,8 +4,9 @@
  * benchmark's PHP peer. Every request nginx passes to the pool lands here.
  *
  * Same contract as cfpm with auth.errors = rfc6750: RS256 bearer token
- * verified on every request with openssl_verify (firebase/php-jwt is not
- * packaged in Debian), the same claim checks (alg, crit, typ, kid, iss,
+ * verified on every request with openssl_verify as firebase/php-jwt does
+ * (it is not packaged in Debian) or with phpseclib3 (BENCH_VERIFY), the
+ * same claim checks (alg, crit, typ, kid, iss,
  * aud, exp, nbf, sub, scope words), the same statuses and JSON bodies.
  * One persistent PDO pgsql connection per FPM child; queries go out with
  * PQexecParams (one round trip, like cfpm's prepared statements).
@@ -13,12 +14,13 @@
  * Configuration comes from the pool's env[] entries:
  *   BENCH_PDO_DSN  pgsql:host=...;port=...;dbname=events
  *   BENCH_DB_USER  database user
- *   BENCH_PUBKEY   public key file: SPKI PEM or an X.509 certificate (PEM)
+ *   BENCH_PUBKEY   SPKI PEM public key file
  *   BENCH_ISSUER, BENCH_AUDIENCE, BENCH_KID
- * BENCH_PUBKEY is read per request and given to openssl_verify as a PEM
- * string (as firebase/php-jwt does): an SPKI public key (php-fpm) or an
- * X.509 certificate holding it (php-fpm-tuned; OpenSSL 3.0 decodes it
- * faster, see README.md). The functions are in events.php.
+ *   BENCH_VERIFY   unset: openssl_verify with BENCH_PUBKEY's PEM string read
+ *                  per request (php-fpm, as firebase/php-jwt does);
+ *                  "phpseclib": phpseclib3 on GMP, key numbers in APCu
+ *                  (php-fpm-tuned; see README.md)
+ * The functions are in events.php (preloaded by php-fpm-tuned).
  * Known differences from cfpm: json_decode keeps the last duplicate
  * member instead of rejecting the token or body.
  */
@@ -30,6 +32,8 @@ const MAX_DEPTH = 64;
 const MAX_ID = '9223372036854775807';
 const JSON_OUT = JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE;
 const WWW_REALM = 'WWW-Authenticate: Bearer realm="events"';
+const PHPSECLIB_AUTOLOAD = '/usr/share/php/phpseclib3/autoload.php';
+const APCU_KEY = 'cfpm-bench:rsa-n-e';
 
 const SQL_GET = "SELECT id, subject, kind, payload::text, "
     . "to_char(created_at AT TIME ZONE 'UTC', "
