@@ -8,9 +8,9 @@ Candidates (same contract, same run):
   cfpm          nginx (etc/nginx/cfpm.conf) + cfpm, pm.max_children = pool
   php-fpm       nginx + php-fpm8.2, pm = static, max_children = pool,
                 SPKI PEM key string per request (the public method)
-  php-fpm-tuned the same with what a careful PHP team does: phpseclib3 on
-                GMP with the key's numbers in APCu instead of OpenSSL 3.0's
-                per-call key decode, opcache preload, JIT
+  php-fpm-tuned the same with what a careful PHP team does: the key's
+                numbers in APCu and the RS256 check on GMP instead of
+                OpenSSL 3.0's per-call key decode, opcache preload, JIT
                 (peers/php-fpm/README.md)
   go            net/http + pgxpool(pool), GOMAXPROCS = cores, built with
                 the newest Debian Go installed; measured directly (as
@@ -46,7 +46,6 @@ GO_BUILD_ENV = {"GO111MODULE": "off", "GOPATH": GOPATH, "GOFLAGS": ""}
 GOCACHE = os.environ.get("CFPM_GOCACHE") or "/var/cache/cfpm-bench/go-build"
 NODE = os.environ.get("CFPM_NODE") or shutil.which("node") or "/usr/bin/node"
 NODE_DIR = os.path.join(HERE, "peers", "node")
-PHPSECLIB_AUTOLOAD = "/usr/share/php/phpseclib3/autoload.php"
 PHP_DIR = os.path.join(HERE, "peers", "php-fpm")
 ISSUER = "https://auth.bench.local"
 AUDIENCE = "events-api"
@@ -172,7 +171,7 @@ class Cfpm(Candidate):
 
 class PhpFpm(Candidate):
     name = "php-fpm"
-    verify = ""             # BENCH_VERIFY: openssl_verify, PEM per request
+    verify = "openssl"      # BENCH_VERIFY: openssl_verify, PEM per request
     script = os.path.join(HERE, "peers", "php-fpm", "index.php")
     template = os.path.join(HERE, "peers", "php-fpm", "pool.conf.in")
 
@@ -220,30 +219,29 @@ class PhpFpm(Candidate):
 
 
 class PhpFpmTuned(PhpFpm):
-    """The same script as a careful PHP team runs it: the RS256 check by
-    phpseclib3 on GMP with the key's modulus and exponent cached in APCu
-    (OpenSSL 3.0 decodes a PEM key on every openssl_verify call), the
-    functions and phpseclib's classes preloaded by opcache, the tracing
-    JIT. Each choice and its measured effect: peers/php-fpm/README.md."""
+    """The same script as a careful PHP team runs it: the key's modulus and
+    exponent parsed once per pool into APCu and RSASSA-PKCS1-v1_5 checked
+    on GMP (OpenSSL 3.0 decodes a PEM key on every openssl_verify call),
+    the functions preloaded by opcache, the tracing JIT. Each choice and
+    its measured effect: peers/php-fpm/README.md."""
     name = "php-fpm-tuned"
-    verify = "phpseclib"
+    verify = "gmp"
 
     def prepare(self):
         PhpFpm.prepare(self)
         rc, out, err = proc.run([PHP_FPM, "-m"], check=False)
         missing = [m for m in ("gmp", "apcu") if m not in out.split()]
-        if missing or not os.path.exists(PHPSECLIB_AUTOLOAD):
-            raise RuntimeError("php-fpm-tuned needs php8.2-gmp, php8.2-apcu "
-                               "and php-phpseclib3 (tools/install-deps "
-                               "--bench); missing: %s" % (", ".join(
-                                   missing) or PHPSECLIB_AUTOLOAD))
+        if missing:
+            raise RuntimeError("php-fpm-tuned needs php8.2-gmp and "
+                               "php8.2-apcu (tools/install-deps --bench); "
+                               "missing: %s" % ", ".join(missing))
 
     def _ini(self):
         return PHP_OPCACHE + PHP_TUNED
 
     def describe(self):
-        return dict(PhpFpm.describe(self), key="n, e in APCu; phpseclib3 "
-                    "(GMP) RS256 verify")
+        return dict(PhpFpm.describe(self), key="n, e in APCu; "
+                    "RSASSA-PKCS1-v1_5 on GMP")
 
 
 class HttpPeer(Candidate):

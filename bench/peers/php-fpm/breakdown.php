@@ -4,13 +4,14 @@
  * PHP-FPM (php CLI), with the peer's own functions (events.php): token
  * verification with the key as an SPKI PEM string, as an X.509
  * certificate string and as an already parsed key (the key decode is the
- * difference), phpseclib3 on GMP from the key's numbers (php-fpm-tuned),
- * the JSON work of a POST, and optionally the PDO round trip
+ * difference), RSASSA-PKCS1-v1_5 on GMP from the key's numbers
+ * (php-fpm-tuned), the JSON work of a POST, and optionally the PDO round trip
  * of each query. The numbers in README.md come from it.
  *
  * Usage (pin it to one CPU; CPU time per call from getrusage):
- *   taskset -c 0 php [-d opcache.enable_cli=1 -d opcache.jit=tracing \
- *     -d opcache.jit_buffer_size=64M] breakdown.php [PDO_DSN [DB_USER]]
+ *   taskset -c 0 php -d apc.enable_cli=1 [-d opcache.enable_cli=1 \
+ *     -d opcache.jit=tracing -d opcache.jit_buffer_size=64M] \
+ *     breakdown.php [PDO_DSN [DB_USER]]
  * It makes its own RSA key, certificate and token; with a DSN it also
  * times GET's SELECT and POST's INSERT (run against the bench's seeded
  * database; the INSERT adds rows).
@@ -28,7 +29,9 @@ const SQL_GET = "SELECT id, subject, kind, payload::text, "
     . "FROM events WHERE id = ? AND subject = ?";
 const SQL_INSERT = "INSERT INTO events (subject, kind, payload) "
     . "VALUES (?, ?, CAST(? AS jsonb)) RETURNING id";
-const PHPSECLIB_AUTOLOAD = '/usr/share/php/phpseclib3/autoload.php';
+const APCU_KEY = 'cfpm-breakdown:rsa-n-e';
+const SHA256_DIGEST_INFO = "\x30\x31\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03"
+    . "\x04\x02\x01\x05\x00\x04\x20";
 const BODY = '{"kind":"page_view","payload":{"path":"/pricing","ms":182,'
     . '"ref":"newsletter"}}';
 
@@ -80,6 +83,7 @@ putenv('BENCH_KID=bench-1');
 $parsed = openssl_pkey_get_public($spki);
 
 $rows = [];
+putenv('BENCH_VERIFY=openssl');
 foreach (['SPKI PEM string' => "$dir/pub.pem",
           'X.509 certificate string' => "$dir/cert.pem"] as $name => $file) {
     putenv("BENCH_PUBKEY=$file");
@@ -90,13 +94,12 @@ foreach (['SPKI PEM string' => "$dir/pub.pem",
     $rows["verify(), key as $name"] = per_call(fn() => verify($tok));
 }
 $data = "$head.$claims";
-require PHPSECLIB_AUTOLOAD;
-$ne = openssl_pkey_get_details($parsed)['rsa'];
-$rows['phpseclib3 (GMP): key from n, e + verify (php-fpm-tuned)'] = per_call(
-    fn() => rsa_key_from($ne['n'], $ne['e'])->verify($data, $sig));
-$seclib = rsa_key_from($ne['n'], $ne['e']);
-$rows['phpseclib3 (GMP): verify only, key built'] = per_call(
-    fn() => $seclib->verify($data, $sig));
+putenv('BENCH_VERIFY=gmp');
+$rows['verify(), GMP from the key\'s numbers in APCu (php-fpm-tuned)'] = per_call(
+    fn() => verify($tok));
+$ne = rsa_numbers();
+$rows['RSASSA-PKCS1-v1_5 on GMP alone (pkcs1_sha256_ok)'] = per_call(
+    fn() => pkcs1_sha256_ok($ne[0], $ne[1], $data, $sig));
 $rows['openssl_verify, parsed key (the RSA verify)'] = per_call(
     fn() => openssl_verify($data, $sig, $parsed, OPENSSL_ALGO_SHA256));
 $rows['key decode: SPKI PEM (openssl_pkey_get_public)'] = per_call(

@@ -85,27 +85,27 @@ function is_numeric_date($v): bool
 }
 
 /*
- * The RS256 check of $sig over $data. By default openssl_verify with the
- * key file's PEM string, read per request as firebase/php-jwt does: OpenSSL
- * 3.0 decodes the key on every call. BENCH_VERIFY=phpseclib: phpseclib3 on
- * GMP with the key's modulus and exponent, parsed once per pool and kept
- * in APCu (a key object cannot outlive a request; its numbers can).
+ * The RS256 check of $sig over $data. BENCH_VERIFY=openssl: openssl_verify
+ * with the key file's PEM string, read per request as firebase/php-jwt
+ * does: OpenSSL 3.0 decodes the key on every call. BENCH_VERIFY=gmp: the
+ * key's modulus and exponent, parsed once per pool and kept in APCu (a key
+ * object cannot outlive a request; its numbers can), and RSASSA-PKCS1-v1_5
+ * verification as RFC 8017 8.2.2 gives it: s^e mod n must equal the
+ * encoding of the SHA-256 digest, compared whole (nothing is parsed).
  */
 function signature_ok(string $data, string $sig): bool
 {
-    if (getenv('BENCH_VERIFY') === 'phpseclib') {
-        return rsa_key()->verify($data, $sig);
+    if (getenv('BENCH_VERIFY') === 'gmp') {
+        [$n, $e] = rsa_numbers();
+        return pkcs1_sha256_ok($n, $e, $data, $sig);
     }
     $pem = file_get_contents(getenv('BENCH_PUBKEY'));
     return openssl_verify($data, $sig, $pem, OPENSSL_ALGO_SHA256) === 1;
 }
 
-/* The verification key as a phpseclib3 RS256 (PKCS#1 v1.5) public key. */
-function rsa_key(): \phpseclib3\Crypt\RSA\PublicKey
+/* [modulus, exponent] of BENCH_PUBKEY as big-endian strings, via APCu. */
+function rsa_numbers(): array
 {
-    if (!class_exists(\phpseclib3\Crypt\PublicKeyLoader::class)) {
-        require_once PHPSECLIB_AUTOLOAD;
-    }
     $ne = apcu_fetch(APCU_KEY);
     if ($ne === false) {
         $d = openssl_pkey_get_details(openssl_pkey_get_public(
@@ -113,17 +113,29 @@ function rsa_key(): \phpseclib3\Crypt\RSA\PublicKey
         $ne = [$d['rsa']['n'], $d['rsa']['e']];
         apcu_store(APCU_KEY, $ne);
     }
-    return rsa_key_from($ne[0], $ne[1]);
+    return $ne;
 }
 
-/* A phpseclib3 RS256 public key from the big-endian modulus and exponent. */
-function rsa_key_from(string $n, string $e): \phpseclib3\Crypt\RSA\PublicKey
+/* RSASSA-PKCS1-v1_5 with SHA-256 (RFC 8017 8.2.2, EMSA-PKCS1-v1_5). */
+function pkcs1_sha256_ok(string $n, string $e, string $data, string $sig): bool
 {
-    return \phpseclib3\Crypt\PublicKeyLoader::load([
-        'n' => new \phpseclib3\Math\BigInteger($n, 256),
-        'e' => new \phpseclib3\Math\BigInteger($e, 256),
-    ])->withPadding(\phpseclib3\Crypt\RSA::SIGNATURE_PKCS1)
-        ->withHash('sha256');
+    $k = strlen(ltrim($n, "\0"));
+    if (strlen($sig) !== $k) {
+        return false;
+    }
+    $mod = gmp_import($n);
+    $s = gmp_import($sig);
+    if (gmp_cmp($s, $mod) >= 0) {
+        return false;
+    }
+    $m = str_pad(gmp_export(gmp_powm($s, gmp_import($e), $mod)), $k, "\0",
+        STR_PAD_LEFT);
+    $t = SHA256_DIGEST_INFO . hash('sha256', $data, true);
+    if ($k < strlen($t) + 11) {
+        return false;
+    }
+    $em = "\x00\x01" . str_repeat("\xff", $k - strlen($t) - 3) . "\x00" . $t;
+    return hash_equals($em, $m);
 }
 
 /* Verifies the token; returns its claims or null (invalid token). */

@@ -5,7 +5,7 @@
  *
  * Same contract as cfpm with auth.errors = rfc6750: RS256 bearer token
  * verified on every request with openssl_verify as firebase/php-jwt does
- * (it is not packaged in Debian) or with phpseclib3 (BENCH_VERIFY), the
+ * (it is not packaged in Debian) or on GMP (BENCH_VERIFY), the
  * same claim checks (alg, crit, typ, kid, iss,
  * aud, exp, nbf, sub, scope words), the same statuses and JSON bodies.
  * One persistent PDO pgsql connection per FPM child; queries go out with
@@ -16,10 +16,10 @@
  *   BENCH_DB_USER  database user
  *   BENCH_PUBKEY   SPKI PEM public key file
  *   BENCH_ISSUER, BENCH_AUDIENCE, BENCH_KID
- *   BENCH_VERIFY   unset: openssl_verify with BENCH_PUBKEY's PEM string read
+ *   BENCH_VERIFY   openssl: openssl_verify with BENCH_PUBKEY's PEM string read
  *                  per request (php-fpm, as firebase/php-jwt does);
- *                  "phpseclib": phpseclib3 on GMP, key numbers in APCu
- *                  (php-fpm-tuned; see README.md)
+ *                  gmp: the key's numbers in APCu, RSASSA-PKCS1-v1_5 on
+ *                  GMP (php-fpm-tuned; see README.md)
  * The functions are in events.php (preloaded by php-fpm-tuned).
  * Known differences from cfpm: json_decode keeps the last duplicate
  * member instead of rejecting the token or body.
@@ -32,8 +32,10 @@ const MAX_DEPTH = 64;
 const MAX_ID = '9223372036854775807';
 const JSON_OUT = JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE;
 const WWW_REALM = 'WWW-Authenticate: Bearer realm="events"';
-const PHPSECLIB_AUTOLOAD = '/usr/share/php/phpseclib3/autoload.php';
 const APCU_KEY = 'cfpm-bench:rsa-n-e';
+// DER DigestInfo prefix of SHA-256 (RFC 8017 section 9.2, note 1).
+const SHA256_DIGEST_INFO = "\x30\x31\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03"
+    . "\x04\x02\x01\x05\x00\x04\x20";
 
 const SQL_GET = "SELECT id, subject, kind, payload::text, "
     . "to_char(created_at AT TIME ZONE 'UTC', "
