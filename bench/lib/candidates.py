@@ -110,12 +110,15 @@ class Candidate:
         self.nginx.start(cell.group, cell.cpus)
         self.port = port
 
-    def _wait_socket(self, path, p, log, timeout=20):
+    def _wait_socket(self, path, p, *logs, timeout=20):
+        """Waits for the server's socket; on failure raises with the tails
+        of its logs (a configuration error goes to stderr, before the
+        server's own log is open)."""
         ok = proc.wait_for(lambda: p.poll() is not None or
                            os.path.exists(path), timeout)
         if not ok or p.poll() is not None:
-            raise RuntimeError("%s did not start:\n%s" %
-                               (self.name, proc.tail(log)))
+            raise RuntimeError("%s did not start:\n%s" % (self.name, "\n".join(
+                proc.tail(log) for log in logs)))
 
     def wait_ready(self, timeout=30):
         """True once /health (or / for references) answers 200."""
@@ -207,7 +210,8 @@ class PhpFpm(Candidate):
             f.write(self._config(cell, sock))
         p = self._spawn(cell, [PHP_FPM, "-F", "-R", "-y", conf] + self._ini(),
                         "php-fpm.out")
-        self._wait_socket(sock, p, os.path.join(cell.dir, "php-fpm.log"))
+        self._wait_socket(sock, p, os.path.join(cell.dir, "php-fpm.log"),
+                          os.path.join(cell.dir, "php-fpm.out"))
         port = proc.free_port()
         self._front(cell, nginx.fastcgi_site("php", sock, port, self.script),
                     port)

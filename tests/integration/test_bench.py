@@ -139,7 +139,7 @@ def check_results(tap, res):
     pts = [r for r in recs if r.get("kind") == "point" and
            r.get("candidate") == "cfpm"]
     tap.ok(len(pts) == 1 and isinstance(pts[0].get("valid"), bool) and
-           pts[0].get("ok_2xx", 0) > 0, "records.jsonl: one raw point")
+           pts[0].get("ok_2xx", 0) > 0, "records.jsonl: one raw point of cfpm")
     tap.ok(any(r.get("kind") == "contract" and r.get("ok") for r in recs),
            "records.jsonl: cfpm passed the contract check")
     with open(os.path.join(res, "versions.json")) as f:
