@@ -19,22 +19,10 @@
 declare(strict_types=1);
 
 const CALLS = 2000;
-const MAX_BODY = 65536;
-const MAX_TOKEN = 8192;
-const MAX_DEPTH = 64;
-const JSON_OUT = JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE;
-const SQL_GET = "SELECT id, subject, kind, payload::text, "
-    . "to_char(created_at AT TIME ZONE 'UTC', "
-    . "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') "
-    . "FROM events WHERE id = ? AND subject = ?";
-const SQL_INSERT = "INSERT INTO events (subject, kind, payload) "
-    . "VALUES (?, ?, CAST(? AS jsonb)) RETURNING id";
-const APCU_KEY = 'cfpm-breakdown:rsa-n-e';
-const SHA256_DIGEST_INFO = "\x30\x31\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03"
-    . "\x04\x02\x01\x05\x00\x04\x20";
 const BODY = '{"kind":"page_view","payload":{"path":"/pricing","ms":182,'
     . '"ref":"newsletter"}}';
 
+require __DIR__ . '/consts.php';
 require __DIR__ . '/events.php';
 
 /* CPU microseconds (user + system) of this process so far. */
@@ -67,8 +55,8 @@ $priv = openssl_pkey_new(['private_key_bits' => 2048,
     'private_key_type' => OPENSSL_KEYTYPE_RSA]);
 $spki = openssl_pkey_get_details($priv)['key'];
 $cert = '';
-openssl_x509_export(openssl_csr_sign(openssl_csr_new(['commonName' => 'bench-1'],
-    $priv), null, $priv, 3650), $cert);
+$csr = openssl_csr_new(['commonName' => 'bench-1'], $priv);
+openssl_x509_export(openssl_csr_sign($csr, null, $priv, 3650), $cert);
 file_put_contents("$dir/pub.pem", $spki);
 file_put_contents("$dir/cert.pem", $cert);
 $head = b64('{"alg":"RS256","typ":"JWT","kid":"bench-1"}');
@@ -95,7 +83,7 @@ foreach (['SPKI PEM string' => "$dir/pub.pem",
 }
 $data = "$head.$claims";
 putenv('BENCH_VERIFY=gmp');
-$rows['verify(), GMP from the key\'s numbers in APCu (php-fpm-tuned)'] = per_call(
+$rows['verify(), GMP, key numbers in APCu (php-fpm-tuned)'] = per_call(
     fn() => verify($tok));
 $ne = rsa_numbers();
 $rows['RSASSA-PKCS1-v1_5 on GMP alone (pkcs1_sha256_ok)'] = per_call(

@@ -1,9 +1,9 @@
 <?php
 /*
  * events.php: the functions of the events API (SPEC.md section 1) for
- * PHP-FPM, the benchmark's PHP peer; index.php (the front controller, with
- * the constants) includes it once per request, or opcache preloads it once
- * per pool (php-fpm-tuned: opcache.preload = this file).
+ * PHP-FPM, the benchmark's PHP peer; index.php (the front controller) with
+ * consts.php includes it once per request, or opcache preloads it once
+ * per pool (php-fpm-tuned: opcache.preload = preload.php).
  */
 declare(strict_types=1);
 
