@@ -283,12 +283,12 @@ class Go(HttpPeer):
     name = "go"
     log = "go.log"
     toolchain = GO
+    build = None            # toolchain, command and go version -m, once built
 
-    def __init__(self, run):
-        HttpPeer.__init__(self, run)
-        self.dir = os.path.join(run.workdir, self.name)
-        self.binary = os.path.join(self.dir, "events-go")
-        self.build = None
+    @property
+    def binary(self):
+        """The server built by this candidate's toolchain (own directory)."""
+        return os.path.join(self.run.workdir, self.name, "events-go")
 
     def prepare(self):
         if not os.access(self.toolchain, os.X_OK):
@@ -297,7 +297,7 @@ class Go(HttpPeer):
                                "backports, golang-github-jackc-pgx-v4-dev, "
                                "golang-github-golang-jwt-jwt-dev)" %
                                self.toolchain)
-        os.makedirs(self.dir, exist_ok=True)
+        os.makedirs(os.path.dirname(self.binary), exist_ok=True)
         os.makedirs(GOCACHE, exist_ok=True)
         env = dict(os.environ, GOCACHE=GOCACHE, **GO_BUILD_ENV)
         argv = [self.toolchain, "build", "-o", self.binary, "main.go"]
