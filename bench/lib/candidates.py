@@ -6,30 +6,71 @@ cgroup and CPU set, so its CPU accounting covers the whole server side.
 
 Candidates (same contract, same run):
   cfpm          nginx (etc/nginx/cfpm.conf) + cfpm, pm.max_children = pool
-  php-fpm       nginx + php-fpm8.2, pm = static, max_children = pool
-  go            net/http + pgxpool(pool), GOMAXPROCS = cores; measured
-                directly (as publicly) or behind nginx (--go-front nginx)
+  php-fpm       nginx + php-fpm8.2, pm = static, max_children = pool,
+                SPKI PEM key string per request (the public method)
+  php-fpm-tuned the same with what a careful PHP team does: the key's
+                numbers in APCu and the RS256 check on GMP instead of
+                OpenSSL 3.0's per-call key decode, opcache preload, JIT
+                (peers/php-fpm/README.md)
+  go            net/http + pgxpool(pool), GOMAXPROCS = cores, built with
+                the newest Debian Go installed; measured directly (as
+                publicly) or behind nginx (--go-front nginx)
   go-nginx      the same, always behind nginx (both fronts in one run)
+  go-1.19       "go" built with bookworm's Go 1.19 (the previous runs')
+  node          node:cluster, one worker per core, pg.Pool sized so the
+                workers hold pool connections in all, fast-jwt; measured
+                directly like Go (--go-front nginx puts it behind nginx)
 References (no DB, no contract):
   hello         nginx (cfpm's shipped site) + bench/ref/hello.c, libfcgi,
                 pool children
   nginx-static  nginx alone, return 200 (the code-free ceiling)
 """
 
+import glob
+import json
 import os
+import re
 import shutil
 
 from . import contract, nginx, proc
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PHP_FPM = os.environ.get("CFPM_PHP_FPM") or "/usr/sbin/php-fpm8.2"
-GO = os.environ.get("CFPM_GO") or shutil.which("go") or "/usr/bin/go"
+GO_GLOB = "/usr/lib/go-1.*/bin/go"
+GO_1_19 = os.environ.get("CFPM_GO_1_19") or "/usr/lib/go-1.19/bin/go"
 GOPATH = "/usr/share/gocode"
+GO_BUILD_ENV = {"GO111MODULE": "off", "GOPATH": GOPATH, "GOFLAGS": ""}
+# Go's build cache (keyed by toolchain and sources): kept between runs so
+# only the first run pays for compiling pgx and golang-jwt (about a minute
+# per toolchain on one core).
+GOCACHE = os.environ.get("CFPM_GOCACHE") or "/var/cache/cfpm-bench/go-build"
+NODE = os.environ.get("CFPM_NODE") or shutil.which("node") or "/usr/bin/node"
+NODE_DIR = os.path.join(HERE, "peers", "node")
+PHP_DIR = os.path.join(HERE, "peers", "php-fpm")
 ISSUER = "https://auth.bench.local"
 AUDIENCE = "events-api"
 KID = "bench-1"
 PHP_OPCACHE = ["-d", "opcache.enable=1", "-d", "opcache.validate_timestamps=0",
                "-d", "opcache.memory_consumption=128"]
+# php-fpm-tuned: the functions preloaded once per pool, the tracing JIT.
+PHP_TUNED = ["-d", "opcache.preload=" + os.path.join(PHP_DIR, "preload.php"),
+             "-d", "opcache.preload_user=root", "-d", "opcache.jit=tracing",
+             "-d", "opcache.jit_buffer_size=64M"]
+
+
+def _version_key(path):
+    return tuple(int(x) for x in re.findall(r"\d+", path))
+
+
+def newest_go():
+    """$CFPM_GO, else the newest /usr/lib/go-1.N toolchain (Debian's
+    golang-1.N-go, backports included), else go on PATH."""
+    found = sorted(glob.glob(GO_GLOB), key=_version_key)
+    return os.environ.get("CFPM_GO") or (found[-1] if found else None) or \
+        shutil.which("go") or "/usr/bin/go"
+
+
+GO = newest_go()
 
 
 class Candidate:
@@ -69,12 +110,15 @@ class Candidate:
         self.nginx.start(cell.group, cell.cpus)
         self.port = port
 
-    def _wait_socket(self, path, p, log, timeout=20):
+    def _wait_socket(self, path, p, *logs, timeout=20):
+        """Waits for the server's socket; on failure raises with the tails
+        of its logs (a configuration error goes to stderr, before the
+        server's own log is open)."""
         ok = proc.wait_for(lambda: p.poll() is not None or
                            os.path.exists(path), timeout)
         if not ok or p.poll() is not None:
-            raise RuntimeError("%s did not start:\n%s" %
-                               (self.name, proc.tail(log)))
+            raise RuntimeError("%s did not start:\n%s" % (self.name, "\n".join(
+                proc.tail(log) for log in logs)))
 
     def wait_ready(self, timeout=30):
         """True once /health (or / for references) answers 200."""
@@ -130,6 +174,7 @@ class Cfpm(Candidate):
 
 class PhpFpm(Candidate):
     name = "php-fpm"
+    verify = "openssl"      # BENCH_VERIFY: openssl_verify, PEM per request
     script = os.path.join(HERE, "peers", "php-fpm", "index.php")
     template = os.path.join(HERE, "peers", "php-fpm", "pool.conf.in")
 
@@ -147,6 +192,7 @@ class PhpFpm(Candidate):
                   "DSN": "pgsql:host=%s;port=%d;dbname=events" %
                   (pg.sock, pg.port), "DBUSER": "postgres",
                   "PUBKEY": self.run.keys["pub"], "ISSUER": ISSUER,
+                  "VERIFY": self.verify,
                   "AUDIENCE": AUDIENCE, "KID": KID}
         with open(self.template) as f:
             text = f.read()
@@ -154,64 +200,135 @@ class PhpFpm(Candidate):
             text = text.replace("@%s@" % k, v)
         return text
 
+    def _ini(self):
+        return PHP_OPCACHE
+
     def start(self, cell):
         sock = os.path.join(cell.dir, "php-fpm.sock")
         conf = os.path.join(cell.dir, "php-fpm.conf")
         with open(conf, "w") as f:
             f.write(self._config(cell, sock))
-        p = self._spawn(cell, [PHP_FPM, "-F", "-R", "-y", conf] + PHP_OPCACHE,
+        p = self._spawn(cell, [PHP_FPM, "-F", "-R", "-y", conf] + self._ini(),
                         "php-fpm.out")
-        self._wait_socket(sock, p, os.path.join(cell.dir, "php-fpm.log"))
+        self._wait_socket(sock, p, os.path.join(cell.dir, "php-fpm.log"),
+                          os.path.join(cell.dir, "php-fpm.out"))
         port = proc.free_port()
         self._front(cell, nginx.fastcgi_site("php", sock, port, self.script),
                     port)
 
     def describe(self):
         return dict(Candidate.describe(self), opcache="on (validate off)",
-                    pm="static", db="persistent PDO, PQexecParams")
+                    pm="static", db="persistent PDO, PQexecParams",
+                    key="SPKI PEM string per request", ini=self._ini())
 
 
-class Go(Candidate):
-    name = "go"
+class PhpFpmTuned(PhpFpm):
+    """The same script as a careful PHP team runs it: the key's modulus and
+    exponent parsed once per pool into APCu and RSASSA-PKCS1-v1_5 checked
+    on GMP (OpenSSL 3.0 decodes a PEM key on every openssl_verify call),
+    the functions preloaded by opcache, the tracing JIT. Each choice and
+    its measured effect: peers/php-fpm/README.md."""
+    name = "php-fpm-tuned"
+    verify = "gmp"
+
+    def prepare(self):
+        PhpFpm.prepare(self)
+        rc, out, err = proc.run([PHP_FPM, "-m"], check=False)
+        missing = [m for m in ("gmp", "apcu") if m not in out.split()]
+        if missing:
+            raise RuntimeError("php-fpm-tuned needs php8.2-gmp and "
+                               "php8.2-apcu (tools/install-deps --bench); "
+                               "missing: %s" % ", ".join(missing))
+
+    def _ini(self):
+        return PHP_OPCACHE + PHP_TUNED
+
+    def describe(self):
+        return dict(PhpFpm.describe(self), key="n, e in APCu; "
+                    "RSASSA-PKCS1-v1_5 on GMP")
+
+
+class HttpPeer(Candidate):
+    """A peer that serves HTTP itself (Go, Node): measured directly, as
+    publicly, or behind nginx on the same CPUs (HTTP keepalive to it)."""
+
+    log = "server.log"
 
     def __init__(self, run):
         Candidate.__init__(self, run)
         self.front = run.opts.go_front
-        self.binary = os.path.join(run.workdir, "go", "events-go")
 
-    def prepare(self):
-        if not os.access(GO, os.X_OK):
-            raise RuntimeError("go missing (apt-get install golang-go "
-                               "golang-github-jackc-pgx-v4-dev "
-                               "golang-github-golang-jwt-jwt-dev)")
-        os.makedirs(os.path.dirname(self.binary), exist_ok=True)
-        env = dict(os.environ, GO111MODULE="off", GOPATH=GOPATH,
-                   GOCACHE=os.path.join(self.run.workdir, "go", "cache"),
-                   GOFLAGS="")
-        proc.run([GO, "build", "-o", self.binary, "main.go"], timeout=600,
-                 env=env, cwd=os.path.join(HERE, "peers", "go"))
+    def argv(self, cell, port):
+        """The server's command line for cell, listening on port."""
+        raise NotImplementedError
+
+    def env(self, cell):
+        return None
 
     def start(self, cell):
         port = proc.free_port()
-        env = dict(os.environ, GOMAXPROCS=str(cell.cores))
-        self._spawn(cell, [self.binary, "-listen", "127.0.0.1:%d" % port,
-                           "-dsn", self.run.pg.conninfo(), "-pool",
-                           str(cell.pool), "-pubkey", self.run.keys["pub"],
-                           "-kid", KID, "-issuer", ISSUER, "-audience",
-                           AUDIENCE], "go.log", env=env)
+        self._spawn(cell, self.argv(cell, port), self.log, env=self.env(cell))
         if not proc.wait_for(lambda: proc.port_open(port), 20):
-            raise RuntimeError("go did not start:\n" + proc.tail(
-                os.path.join(cell.dir, "go.log")))
+            raise RuntimeError("%s did not start:\n%s" % (self.name, proc.tail(
+                os.path.join(cell.dir, self.log))))
         if self.front == "direct":
             self.port = port
             return
         front = proc.free_port()
-        self._front(cell, nginx.proxy_site("go", port, front, cell.pool),
-                    front)
+        self._front(cell, nginx.proxy_site(self.name, port, front,
+                                           cell.pool), front)
+
+
+class Go(HttpPeer):
+    name = "go"
+    log = "go.log"
+    toolchain = GO
+    build = None            # toolchain, command and go version -m, once built
+
+    @property
+    def binary(self):
+        """The server built by this candidate's toolchain (own directory)."""
+        return os.path.join(self.run.workdir, self.name, "events-go")
+
+    def prepare(self):
+        if not os.access(self.toolchain, os.X_OK):
+            raise RuntimeError("%s missing (tools/install-deps --bench: "
+                               "golang-go, golang-1.23-go from bookworm-"
+                               "backports, golang-github-jackc-pgx-v4-dev, "
+                               "golang-github-golang-jwt-jwt-dev)" %
+                               self.toolchain)
+        os.makedirs(os.path.dirname(self.binary), exist_ok=True)
+        os.makedirs(GOCACHE, exist_ok=True)
+        env = dict(os.environ, GOCACHE=GOCACHE, **GO_BUILD_ENV)
+        argv = [self.toolchain, "build", "-o", self.binary, "main.go"]
+        proc.run(argv, timeout=600, env=env,
+                 cwd=os.path.join(HERE, "peers", "go"))
+        rc, out, _ = proc.run([self.toolchain, "version", "-m", self.binary],
+                              check=False)
+        self.build = {"toolchain": self.toolchain,
+                      "command": " ".join(["go"] + argv[1:]),
+                      "env": GO_BUILD_ENV, "info": out.strip().splitlines()}
+
+    def argv(self, cell, port):
+        return [self.binary, "-listen", "127.0.0.1:%d" % port,
+                "-dsn", self.run.pg.conninfo(), "-pool", str(cell.pool),
+                "-pubkey", self.run.keys["pub"], "-kid", KID, "-issuer",
+                ISSUER, "-audience", AUDIENCE]
+
+    def env(self, cell):
+        return dict(os.environ, GOMAXPROCS=str(cell.cores))
 
     def describe(self):
         return dict(Candidate.describe(self), gomaxprocs="= cores",
-                    db="pgxpool, MaxConns = MinConns = pool")
+                    db="pgxpool, MaxConns = MinConns = pool",
+                    build=self.build)
+
+
+class Go119(Go):
+    """The Go peer built with bookworm's Go 1.19, the toolchain of the
+    previous runs, beside the newest one in the same run."""
+    name = "go-1.19"
+    toolchain = GO_1_19
 
 
 class GoNginx(Go):
@@ -223,6 +340,50 @@ class GoNginx(Go):
     def __init__(self, run):
         Go.__init__(self, run)
         self.front = "nginx"
+
+
+class Node(HttpPeer):
+    """peers/node/server.js: node:cluster with one worker per core, each
+    worker a pg.Pool of pool / cores connections and a fast-jwt verifier
+    (key parsed once per worker); libraries from peers/node/node_modules."""
+    name = "node"
+    log = "node.log"
+
+    def prepare(self):
+        if not os.access(NODE, os.X_OK):
+            raise RuntimeError("node missing (tools/install-deps --bench: "
+                               "nodejs, npm ci in bench/peers/node)")
+        for mod in ("pg", "fast-jwt"):
+            if not os.path.isdir(os.path.join(NODE_DIR, "node_modules", mod)):
+                raise RuntimeError("bench/peers/node/node_modules/%s missing "
+                                   "(tools/install-deps --bench runs npm ci)"
+                                   % mod)
+
+    def argv(self, cell, port):
+        pg = self.run.pg
+        return [NODE, os.path.join(NODE_DIR, "server.js"), "--listen",
+                "127.0.0.1:%d" % port, "--workers", str(cell.cores), "--pool",
+                str(cell.pool), "--pg-host", pg.sock, "--pg-port",
+                str(pg.port), "--pg-user", "postgres", "--pg-db", "events",
+                "--pubkey", self.run.keys["pub"], "--kid", KID, "--issuer",
+                ISSUER, "--audience", AUDIENCE]
+
+    def describe(self):
+        return dict(Candidate.describe(self), workers="node:cluster, one "
+                    "per core", db="pg.Pool per worker, pool / cores "
+                    "connections each", jwt="fast-jwt, no token cache",
+                    modules=node_modules())
+
+
+def node_modules():
+    """{package: version} of the Node peer's locked npm packages."""
+    try:
+        with open(os.path.join(NODE_DIR, "package-lock.json")) as f:
+            lock = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return {k.split("node_modules/")[-1]: v.get("version")
+            for k, v in lock.get("packages", {}).items() if k}
 
 
 class Hello(Candidate):
@@ -267,5 +428,6 @@ class NginxStatic(Candidate):
                     "return 200 {\"ok\":true}")
 
 
-CANDIDATES = {c.name: c for c in (Cfpm, PhpFpm, Go, GoNginx)}
+CANDIDATES = {c.name: c for c in (Cfpm, PhpFpm, PhpFpmTuned, Go, GoNginx,
+                                  Go119, Node)}
 REFERENCES = {c.name: c for c in (Hello, NginxStatic)}

@@ -95,13 +95,18 @@ def targets(rows, refs):
                     "value": r, "limit": want, "met": r is not None and
                     r >= want, "detail": "best pools: cfpm %d, %s %s" % (
                         c["pool"], peer, p["pool"] if p else "-")})
-    p = best.get("go-nginx")
-    if p is not None:
+    # Every other peer at its best pool: capacity and CPU per request
+    # side by side, no target.
+    for peer in sorted(set(best) - {"cfpm", "php-fpm", "go"}):
+        p = best[peer]
         r = _ratio(_median(c, "throughput_rps"), _median(p, "throughput_rps"))
-        out.append({"target": "capacity vs go-nginx (Go behind the same "
-                    "nginx; no target)", "unit": "×", "value": r, "limit": None,
-                    "met": None, "detail": "best pools: cfpm %d, go-nginx "
-                    "%d" % (c["pool"], p["pool"])})
+        out.append({"target": "capacity vs %s (no target)" % peer,
+                    "unit": "×", "value": r, "limit": None, "met": None,
+                    "detail": "best pools: cfpm %d, %s %d; CPU µs/req "
+                    "%s vs %s" % (c["pool"], peer, p["pool"],
+                                  _n(_median(c, "cpu_us_per_req"), "{:.1f}"),
+                                  _n(_median(p, "cpu_us_per_req"),
+                                     "{:.1f}"))})
     pools = [r for r in cand if r["candidate"] == "cfpm" and
              r["cores"] == cores and r["throughput_rps"]["median"]]
     if len(pools) > 1:

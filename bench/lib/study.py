@@ -54,6 +54,7 @@ class Study:
         self.command = command
         self.records = []
         self.failed_candidates = set()
+        self.unprepared = []        # candidates whose build or runtime failed
         self.ncells = 0
 
     # -- setup -------------------------------------------------------------
@@ -331,6 +332,8 @@ class Study:
         try:
             cand.prepare()
         except Exception as e:
+            if cand.role == "candidate":
+                self.unprepared.append(cand.name)
             for cores in self.opts.cores:
                 for pool in pools:
                     self._failure((cand.role, cand.name, cores, pool),

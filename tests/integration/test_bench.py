@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """
 test_bench.py: the benchmark harness (bench/run) in its quick mode on a
-tiny configuration — cfpm only, 1 core, pool 8, 3 s, one repetition, no
-reference points — then checks the results folder: every expected file,
-summary.json with a row for the cell, positive throughput and CPU per
-request. No speed is asserted. Also checks that the run left no process,
-cgroup or work directory behind, and a few pure helpers of bench/lib.
+tiny configuration — cfpm and the peers added for issue 12 (php-fpm-tuned,
+go built with the newest Go, go-1.19, node), 1 core, pool 8, 3 s, one
+repetition each, no reference points, all in one run — then checks the
+results folder: every expected file, summary.json with a row per cell,
+each peer contract-checked and measured, positive throughput and CPU per
+request, versions.json naming every runtime. No speed is asserted. Also
+checks that the run left no process, cgroup or work directory behind, that
+a candidate whose runtime is missing makes bench/run fail, and a few pure
+helpers of bench/lib.
 
-Needs root, wrk, nginx and PostgreSQL 15 (skipped without wrk or root).
+Needs root, wrk, nginx and PostgreSQL 15 (skipped without wrk or root),
+and the peers' runtimes (tools/install-deps --bench): a missing one fails.
 Environment (exported by make check): CFPM_SRCDIR, CFPM_BUILDDIR.
 Output: TAP.
 """
@@ -25,7 +30,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.environ.get("CFPM_SRCDIR") or os.path.normpath(
     os.path.join(HERE, "..", ".."))
 BUILDDIR = os.environ.get("CFPM_BUILDDIR") or SRCDIR
-RUN_TIMEOUT = 170          # the whole test must stay under 3 minutes
+# The run stays under 5 minutes; most of it is the first build of the Go
+# peer by each toolchain (later runs reuse Go's build cache).
+RUN_TIMEOUT = 290
+PEERS = ("php-fpm-tuned", "go", "go-1.19", "node")
+MISSING_TIMEOUT = 60       # setup only: the candidate fails to prepare
+EXIT_UNPREPARED = 3        # bench/run's status for a candidate not built
 FILES = ("records.jsonl", "summary.json", "summary.md", "throughput.svg",
          "cpu_per_request.svg", "versions.json")
 
@@ -57,20 +67,22 @@ class TAP:
         return 1 if self.failed or not self.n else 0
 
 
-def run_bench(out, work):
+def run_bench(out, work, candidates=("cfpm",) + PEERS, extra=(), env=None,
+              timeout=RUN_TIMEOUT):
     """bench/run --quick on the tiny configuration; returns (rc, output).
     On timeout the run's process group gets SIGTERM (the harness cleans
     up), then SIGKILL."""
     argv = [sys.executable, os.path.join(SRCDIR, "bench", "run"), "--quick",
-            "--candidates", "cfpm", "--cores", "1", "--pools", "8",
-            "--duration", "3", "--reps", "1", "--no-refs", "--out", out,
-            "--workdir", work]
-    env = dict(os.environ, CFPM_BUILDDIR=BUILDDIR, CFPM_SRCDIR=SRCDIR)
+            "--candidates", ",".join(candidates), "--cores", "1", "--pools",
+            "8", "--duration", "3", "--reps", "1", "--no-refs", "--out", out,
+            "--workdir", work] + list(extra)
+    env = dict(os.environ, CFPM_BUILDDIR=BUILDDIR, CFPM_SRCDIR=SRCDIR,
+               **(env or {}))
     p = subprocess.Popen(argv, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, env=env,
                          start_new_session=True)
     try:
-        data, _ = p.communicate(timeout=RUN_TIMEOUT)
+        data, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGTERM)
         try:
@@ -124,9 +136,10 @@ def check_results(tap, res):
            "CPU µs/request is a positive number (%r)" % cpu)
     with open(os.path.join(res, "records.jsonl")) as f:
         recs = [json.loads(line) for line in f if line.strip()]
-    pts = [r for r in recs if r.get("kind") == "point"]
+    pts = [r for r in recs if r.get("kind") == "point" and
+           r.get("candidate") == "cfpm"]
     tap.ok(len(pts) == 1 and isinstance(pts[0].get("valid"), bool) and
-           pts[0].get("ok_2xx", 0) > 0, "records.jsonl: one raw point")
+           pts[0].get("ok_2xx", 0) > 0, "records.jsonl: one raw point of cfpm")
     tap.ok(any(r.get("kind") == "contract" and r.get("ok") for r in recs),
            "records.jsonl: cfpm passed the contract check")
     with open(os.path.join(res, "versions.json")) as f:
@@ -135,6 +148,15 @@ def check_results(tap, res):
                                   "kernel", "cfpm_git_rev")),
            "versions.json names nginx, PostgreSQL, OpenSSL, wrk, kernel, "
            "cfpm revision", json.dumps(v))
+    go = [int(x) for x in (v.get("go") or "0.0").split(".")[:2]]
+    tap.ok(go > [1, 19] and (v.get("go_1_19") or "").startswith("1.19") and
+           v.get("node") and v.get("php") and
+           (v.get("node_modules") or {}).get("fast-jwt") and
+           v.get("php_ini", {}).get("php-fpm-tuned"),
+           "versions.json: newest Go (%s) beside 1.19, Node, PHP, the Node "
+           "packages, each PHP variant's settings" % v.get("go"),
+           json.dumps(v)[:3000])
+    check_peers(tap, summary, recs)
     with open(os.path.join(res, "summary.md")) as f:
         md = f.read()
     tap.ok("| cfpm |" in md and "Planning" in md,
@@ -143,6 +165,46 @@ def check_results(tap, res):
         with open(os.path.join(res, f)) as fh:
             tap.ok(fh.read(200).startswith("<svg"), "%s is SVG" % f)
     check_profile(tap, recs, md)
+
+
+def check_peers(tap, summary, recs):
+    """Every peer of the run passed the contract and was measured. The
+    probe gate may reject a repetition on a busy machine, so a peer's
+    point only has to exist and count 2xx replies."""
+    contracts = {r["candidate"]: r.get("ok") for r in recs
+                 if r.get("kind") == "contract"}
+    for name in PEERS:
+        pts = [r for r in recs if r.get("kind") == "point" and
+               r.get("candidate") == name]
+        fails = [r.get("error", "")[:300] for r in recs
+                 if r.get("kind") == "failure" and r.get("candidate") == name]
+        tap.ok(contracts.get(name) is True and len(pts) == 1 and
+               pts[0].get("ok_2xx", 0) > 0 and
+               (pts[0].get("cpu_us_per_req") or 0) > 0,
+               "%s: contract passed, one measured repetition with 2xx "
+               "replies and CPU per request" % name, fails or pts)
+    described = {c["name"]: c for c in
+                 summary.get("run", {}).get("candidates", [])}
+    build = (described.get("go") or {}).get("build") or {}
+    tap.ok(build.get("toolchain") != (described.get("go-1.19") or {}).get(
+        "build", {}).get("toolchain") and build.get("info"),
+           "go and go-1.19 are built by different toolchains, build info "
+           "recorded", json.dumps(described)[:2000])
+
+
+def check_missing_runtime(tap, tmp):
+    """A candidate whose runtime is missing fails bench/run (no silent
+    skip): its own exit status, the reason in the output."""
+    out, work = os.path.join(tmp, "results-m"), os.path.join(tmp, "work-m")
+    os.makedirs(work)
+    rc, output = run_bench(out, work, candidates=("node",),
+                           extra=("--rows", "1000"),
+                           env={"CFPM_NODE": "/nonexistent/node"},
+                           timeout=MISSING_TIMEOUT)
+    tap.ok(rc == EXIT_UNPREPARED and "node missing" in output and
+           "not measured" in output,
+           "a missing runtime (node) makes bench/run exit %d and say why "
+           "(got %d)" % (EXIT_UNPREPARED, rc), output[-1500:])
 
 
 def check_profile(tap, recs, md):
@@ -223,6 +285,7 @@ def main():
                leftovers(work))
         tap.ok(os.listdir(work) == [], "the run's work directory is gone",
                os.listdir(work))
+        check_missing_runtime(tap, tmp)
     finally:
         for pid in leftovers(work):
             try:

@@ -4,8 +4,9 @@
  * benchmark's PHP peer. Every request nginx passes to the pool lands here.
  *
  * Same contract as cfpm with auth.errors = rfc6750: RS256 bearer token
- * verified on every request with openssl_verify (firebase/php-jwt is not
- * packaged in Debian), the same claim checks (alg, crit, typ, kid, iss,
+ * verified on every request with openssl_verify as firebase/php-jwt does
+ * (it is not packaged in Debian) or on GMP (BENCH_VERIFY), the
+ * same claim checks (alg, crit, typ, kid, iss,
  * aud, exp, nbf, sub, scope words), the same statuses and JSON bodies.
  * One persistent PDO pgsql connection per FPM child; queries go out with
  * PQexecParams (one round trip, like cfpm's prepared statements).
@@ -15,321 +16,24 @@
  *   BENCH_DB_USER  database user
  *   BENCH_PUBKEY   SPKI PEM public key file
  *   BENCH_ISSUER, BENCH_AUDIENCE, BENCH_KID
+ *   BENCH_VERIFY   openssl: openssl_verify with BENCH_PUBKEY's PEM string read
+ *                  per request (php-fpm, as firebase/php-jwt does);
+ *                  gmp: the key's numbers in APCu, RSASSA-PKCS1-v1_5 on
+ *                  GMP (php-fpm-tuned; see README.md)
+ * The functions are in events.php (preloaded by php-fpm-tuned).
  * Known differences from cfpm: json_decode keeps the last duplicate
  * member instead of rejecting the token or body.
  */
 declare(strict_types=1);
 
-const MAX_BODY = 65536;
-const MAX_TOKEN = 8192;
-const MAX_DEPTH = 64;
-const MAX_ID = '9223372036854775807';
-const JSON_OUT = JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE;
-const WWW_REALM = 'WWW-Authenticate: Bearer realm="events"';
+require __DIR__ . '/consts.php';
 
-const SQL_GET = "SELECT id, subject, kind, payload::text, "
-    . "to_char(created_at AT TIME ZONE 'UTC', "
-    . "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') "
-    . "FROM events WHERE id = ? AND subject = ?";
-const SQL_INSERT = "INSERT INTO events (subject, kind, payload) "
-    . "VALUES (?, ?, CAST(? AS jsonb)) RETURNING id";
-
-/*
- * Sends a JSON reply. The status goes last: header('WWW-Authenticate: ..')
- * makes PHP switch the status to 401 by itself.
- */
-function reply(int $status, string $body, array $headers = []): void
-{
-    header('Content-Type: application/json');
-    foreach ($headers as $h) {
-        header($h);
-    }
-    http_response_code($status);
-    echo $body;
-}
-
-function fail(int $status, string $code, array $headers = []): void
-{
-    reply($status, '{"error":"' . $code . '"}', $headers);
-}
-
-/* The one persistent connection of this FPM child. */
-function db(): PDO
-{
-    return new PDO(getenv('BENCH_PDO_DSN'), getenv('BENCH_DB_USER'), null, [
-        PDO::ATTR_PERSISTENT => true,
-        PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION,
-    ]);
-}
-
-/* Runs sql with params via PQexecParams; returns the first row or null. */
-function query(string $sql, array $params): ?array
-{
-    $st = db()->prepare($sql, [PDO::PGSQL_ATTR_DISABLE_PREPARES => true]);
-    $st->execute($params);
-    $row = $st->fetch(PDO::FETCH_NUM);
-    return $row === false ? null : $row;
-}
-
-function db_fail(PDOException $e): void
-{
-    // SQLSTATE class 08: connection exceptions -> retryable 503.
-    if (str_starts_with((string)$e->getCode(), '08')) {
-        fail(503, 'unavailable');
-    } else {
-        fail(500, 'server_error');
-    }
-}
-
-/* Strict base64url without padding; null if malformed. */
-function b64url(string $s): ?string
-{
-    static $alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
-        . '0123456789-_';
-    if ($s === '' || strspn($s, $alphabet) !== strlen($s)
-        || strlen($s) % 4 === 1) {
-        return null;
-    }
-    $d = base64_decode(strtr($s, '-_', '+/'), true);
-    return $d === false ? null : $d;
-}
-
-/* A JSON object from a token segment, or null. */
-function segment_object(string $seg): ?stdClass
-{
-    $json = b64url($seg);
-    if ($json === null) {
-        return null;
-    }
-    $v = json_decode($json, false, 16);
-    return $v instanceof stdClass ? $v : null;
-}
-
-/* A NumericDate: a finite JSON number (integer or fraction). */
-function is_numeric_date($v): bool
-{
-    return is_int($v) || (is_float($v) && is_finite($v));
-}
-
-/* Verifies the token; returns its claims or null (invalid token). */
-function verify(string $tok): ?stdClass
-{
-    if (strlen($tok) > MAX_TOKEN) {
-        return null;
-    }
-    $seg = explode('.', $tok);
-    if (count($seg) !== 3) {
-        return null;
-    }
-    $h = segment_object($seg[0]);
-    // alg is pinned: the header only has to match, never chooses.
-    if ($h === null || ($h->alg ?? null) !== 'RS256'
-        || property_exists($h, 'crit')) {
-        return null;
-    }
-    $typ = $h->typ ?? 'JWT';
-    $kid = $h->kid ?? getenv('BENCH_KID');
-    if (($typ !== 'JWT' && $typ !== 'at+jwt') || $kid !== getenv('BENCH_KID')) {
-        return null;
-    }
-    $sig = b64url($seg[2]);
-    if ($sig === null) {
-        return null;
-    }
-    $pem = file_get_contents(getenv('BENCH_PUBKEY'));
-    if (openssl_verify($seg[0] . '.' . $seg[1], $sig, $pem,
-        OPENSSL_ALGO_SHA256) !== 1) {
-        return null;
-    }
-    $c = segment_object($seg[1]);
-    return ($c !== null && claims_ok($c, time())) ? $c : null;
-}
-
-/* iss, aud, exp, nbf, sub and scope types under the policy, at now. */
-function claims_ok(stdClass $c, int $now): bool
-{
-    if (($c->iss ?? null) !== getenv('BENCH_ISSUER')) {
-        return false;
-    }
-    $aud = $c->aud ?? null;
-    $want = getenv('BENCH_AUDIENCE');
-    if (!($aud === $want || (is_array($aud) && in_array($want, $aud, true)))) {
-        return false;
-    }
-    if (!is_numeric_date($c->exp ?? null) || !($now < $c->exp)) {
-        return false;
-    }
-    if (property_exists($c, 'nbf')
-        && (!is_numeric_date($c->nbf) || $now < $c->nbf)) {
-        return false;
-    }
-    $sub = $c->sub ?? null;
-    if (!is_string($sub) || $sub === '' || str_contains($sub, "\0")) {
-        return false;
-    }
-    return !property_exists($c, 'scope') || is_string($c->scope);
-}
-
-/*
- * Authenticates the request for scope; returns the claims, or null after
- * sending the 400/401/403 reply (RFC 6750).
- */
-function authorize(string $scope): ?stdClass
-{
-    $h = $_SERVER['HTTP_AUTHORIZATION'] ?? '';
-    $h = trim($h, " \t");
-    $sp = strcspn($h, " \t");
-    if ($h === '' || strcasecmp(substr($h, 0, $sp), 'Bearer') !== 0) {
-        fail(401, 'unauthorized', [WWW_REALM]);
-        return null;
-    }
-    $tok = ltrim(substr($h, $sp), " \t");
-    if ($tok === '' || strcspn($tok, " \t") !== strlen($tok)) {
-        fail(400, 'invalid_request',
-            [WWW_REALM . ', error="invalid_request"']);
-        return null;
-    }
-    $c = verify($tok);
-    if ($c === null) {
-        fail(401, 'invalid_token', [WWW_REALM . ', error="invalid_token"']);
-        return null;
-    }
-    if (!in_array($scope, explode(' ', $c->scope ?? ''), true)) {
-        fail(403, 'insufficient_scope', [WWW_REALM
-            . ', error="insufficient_scope", scope="' . $scope . '"']);
-        return null;
-    }
-    return $c;
-}
-
-function get_auth(): void
-{
-    $c = authorize('events:read');
-    if ($c !== null) {
-        reply(200, json_encode(['sub' => $c->sub, 'scope' => $c->scope],
-            JSON_OUT));
-    }
-}
-
-/* The id as a canonical decimal string, or null (-> 404). */
-function parse_id(string $s): ?string
-{
-    if ($s === '' || !ctype_digit($s)) {
-        return null;
-    }
-    $s = ltrim($s, '0');
-    if ($s === '' || strlen($s) > 19
-        || (strlen($s) === 19 && strcmp($s, MAX_ID) > 0)) {
-        return null;
-    }
-    return $s;
-}
-
-function get_event(string $raw): void
-{
-    $c = authorize('events:read');
-    if ($c === null) {
-        return;
-    }
-    $id = parse_id($raw);
-    if ($id === null) {
-        fail(404, 'not_found');
-        return;
-    }
-    try {
-        $row = query(SQL_GET, [$id, $c->sub]);
-    } catch (PDOException $e) {
-        db_fail($e);
-        return;
-    }
-    if ($row === null) {
-        fail(404, 'not_found');
-        return;
-    }
-    // payload is jsonb output: already JSON, embedded verbatim.
-    reply(200, '{"id":' . $row[0] . ',"subject":'
-        . json_encode($row[1], JSON_OUT) . ',"kind":'
-        . json_encode($row[2], JSON_OUT) . ',"payload":' . $row[3]
-        . ',"created_at":"' . $row[4] . '"}');
-}
-
-/* application/json, optionally with parameters. */
-function is_json_type(string $ct): bool
-{
-    $type = strtolower(trim(explode(';', $ct, 2)[0], " \t"));
-    return $type === 'application/json';
-}
-
-function post_event(): void
-{
-    $c = authorize('events:write');
-    if ($c === null) {
-        return;
-    }
-    if ((int)($_SERVER['CONTENT_LENGTH'] ?? 0) > MAX_BODY) {
-        fail(413, 'payload_too_large');
-        return;
-    }
-    if (!is_json_type($_SERVER['CONTENT_TYPE'] ?? '')) {
-        fail(415, 'unsupported_media_type');
-        return;
-    }
-    $body = file_get_contents('php://input');
-    if (strlen($body) > MAX_BODY) {
-        fail(413, 'payload_too_large');
-        return;
-    }
-    $doc = json_decode($body, false, MAX_DEPTH);
-    $kind = $doc->kind ?? null;
-    if (!($doc instanceof stdClass) || !is_string($kind) || $kind === ''
-        || !(($doc->payload ?? null) instanceof stdClass)) {
-        fail(400, 'invalid_request');
-        return;
-    }
-    $payload = json_encode($doc->payload,
-        JSON_OUT | JSON_PRESERVE_ZERO_FRACTION);
-    try {
-        $row = query(SQL_INSERT, [$c->sub, $kind, $payload]);
-    } catch (PDOException $e) {
-        db_fail($e);
-        return;
-    }
-    reply(201, '{"id":' . $row[0] . '}');
-}
-
-function health(): void
-{
-    try {
-        query('SELECT 1', []);
-        reply(200, '{"status":"ok"}');
-    } catch (PDOException $e) {
-        reply(503, '{"status":"unavailable"}');
-    }
-}
-
-/* Routes on the raw path (no percent-decoding), like cfpm. */
-function route(string $method, string $path): void
-{
-    $only = function (string $allowed, callable $fn) use ($method): void {
-        if ($method === $allowed) {
-            $fn();
-        } else {
-            fail(405, 'method_not_allowed', ['Allow: ' . $allowed]);
-        }
-    };
-    if ($path === '/auth') {
-        $only('GET', 'get_auth');
-    } elseif ($path === '/events') {
-        $only('POST', 'post_event');
-    } elseif (str_starts_with($path, '/events/')) {
-        $only('GET', fn() => get_event(substr($path, 8)));
-    } elseif ($path === '/health') {
-        $only('GET', 'health');
-    } else {
-        fail(404, 'not_found');
-    }
+// Preloaded functions are already declared (php-fpm-tuned).
+if (!function_exists('route')) {
+    require __DIR__ . '/events.php';
 }
 
 $uri = $_SERVER['REQUEST_URI'] ?? '/';
 $q = strpos($uri, '?');
-route($_SERVER['REQUEST_METHOD'] ?? 'GET', $q === false ? $uri : substr($uri, 0, $q));
+route($_SERVER['REQUEST_METHOD'] ?? 'GET',
+    $q === false ? $uri : substr($uri, 0, $q));
