@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "listen.h"
-#include "log.h"
-#include "master.h"
-#include "sandbox.h"
+#include "util/config.h"
+#include "server/listen.h"
+#include "util/log.h"
+#include "server/master.h"
+#include "server/sandbox.h"
 
 #ifndef CFPM_DEFAULT_CONFIG
 #define CFPM_DEFAULT_CONFIG	"/etc/cfpm/cfpm.conf"

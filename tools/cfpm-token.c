@@ -38,8 +38,8 @@
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
 
-#include "base64url.h"
-#include "jwt.h"
+#include "events/base64url.h"
+#include "events/jwt.h"
 
 /* The benchmark's token (SPEC "Benchmark tokens"). */
 #define TOK_DEF_ISS	"https://auth.bench.local"

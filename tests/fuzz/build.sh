@@ -5,7 +5,7 @@
 #
 # Makes OUTDIR/fuzz_NAME for every tests/fuzz/fuzz_NAME.c (default OUTDIR:
 # ./fuzz-build) with -fsanitize=fuzzer,address,undefined. The library
-# sources (every src/*.c but main.c) are compiled with
+# sources (every src/*/*.c; main.c is not among them) are compiled with
 # -fsanitize=fuzzer-no-link, so libFuzzer sees their coverage, into an
 # archive: a target links only the modules it uses. Needs clang with its
 # libFuzzer runtime (Debian: clang, libclang-rt-14-dev), pkg-config and
@@ -32,7 +32,7 @@ $(pkg-config --cflags $pkgs) ${CFLAGS:-}"
 libs=$(pkg-config --libs $pkgs)
 
 rm -f "$out/libcfpm-fuzz.a"
-for c in "$top"/src/*.c; do
+for c in "$top"/src/*/*.c; do
 	case $c in */main.c) continue ;; esac
 	o="$out/obj/$(basename "$c" .c).o"
 	# shellcheck disable=SC2086

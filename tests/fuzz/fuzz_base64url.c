@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64url.h"
+#include "events/base64url.h"
 #include "fuzz.h"
 
 /* Decoding: canonical input round-trips exactly. */

@@ -27,8 +27,8 @@
 
 #include <jansson.h>
 
-#include "api.h"
-#include "jsonbody.h"
+#include "events/api.h"
+#include "events/jsonbody.h"
 #include "fuzz.h"
 
 /* The flags jsonbody_parse_event() loads a body with. */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "util/config.h"
 #include "fuzz.h"
 
 #define FUZZ_NAME	"fuzz.conf"

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fcgi.h"
+#include "server/fcgi.h"
 #include "fuzz.h"
 
 static void

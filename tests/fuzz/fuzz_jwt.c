@@ -43,9 +43,9 @@
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 
-#include "base64url.h"
+#include "events/base64url.h"
 #include "fuzz.h"
-#include "jwt.h"
+#include "events/jwt.h"
 
 #define NOW		INT64_C(1800000000)	/* mkgolden.sh's NOW */
 #define ISSUER		"https://issuer.test"

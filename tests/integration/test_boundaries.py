@@ -46,8 +46,8 @@ def header_constant(path, name):
     return value
 
 
-API_MAX_REPLY = header_constant("src/api.h", "API_MAX_REPLY")
-MAX_RENDERED = header_constant("src/jsonbody.h", "JSONBODY_MAX_RENDERED")
+API_MAX_REPLY = header_constant("src/events/api.h", "API_MAX_REPLY")
+MAX_RENDERED = header_constant("src/events/jsonbody.h", "JSONBODY_MAX_RENDERED")
 
 
 def pg_render_len(st, payload):

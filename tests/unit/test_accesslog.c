@@ -3,7 +3,7 @@
  */
 #include <string.h>
 
-#include "accesslog.h"
+#include "server/accesslog.h"
 #include "tap.h"
 
 int

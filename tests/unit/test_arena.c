@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "arena.h"
+#include "util/arena.h"
 #include "tap.h"
 
 static int

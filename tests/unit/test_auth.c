@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
-#include "auth.h"
+#include "events/api.h"
+#include "events/auth.h"
 #include "tap.h"
 
 static void

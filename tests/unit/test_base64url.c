@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base64url.h"
+#include "events/base64url.h"
 #include "tap.h"
 
 /* 1 if base64url_decode() refuses s. */

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
+#include "util/config.h"
 #include "tap.h"
 
 static int

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "esc.h"
+#include "util/esc.h"
 #include "tap.h"
 
 #define T_MAX	512

@@ -11,7 +11,7 @@
 
 #include <fastcgi.h>
 
-#include "fcgi.h"
+#include "server/fcgi.h"
 #include "tap.h"
 
 #define T_MAX	(FCGI_MAX_REQUEST + 4 * FCGI_MAX_RECORD)

@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "jsonbody.h"
+#include "events/jsonbody.h"
 #include "tap.h"
 
 static void

@@ -15,8 +15,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "base64url.h"
-#include "jwt.h"
+#include "events/base64url.h"
+#include "events/jwt.h"
 #include "tap.h"
 
 #define NOW		INT64_C(1800000000)	/* mkgolden.sh's NOW */

@@ -35,9 +35,9 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-#include "config.h"
-#include "log.h"
-#include "sandbox.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "server/sandbox.h"
 #include "tap.h"
 
 #define CHILD_NO_FILTER	100	/* exit status: the filter did not load */

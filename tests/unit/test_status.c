@@ -9,8 +9,8 @@
 
 #include <jansson.h>
 
-#include "scoreboard.h"
-#include "status.h"
+#include "server/scoreboard.h"
+#include "server/status.h"
 #include "tap.h"
 
 #define T_SLOTS		4

@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "jwt.h"
+#include "events/jwt.h"
 #include "tap.h"
 
 #define VECTORS	"tests/data/wycheproof/testvectors_v1/" \

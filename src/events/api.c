@@ -1,0 +1,428 @@
+/*
+ * api.c: routes and handlers for /auth, /events, /events/{id}, /health
+ * and the ping path (worker). Replies are built in the worker's buffer.
+ */
+#include "events/api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/esc.h"
+#include "events/jsonbody.h"
+#include "util/log.h"
+
+#define API_JSON		"application/json"
+#define API_SCOPE_READ		"events:read"
+#define API_SCOPE_WRITE		"events:write"
+#define API_MAX_ID_DIGITS	19	/* 9223372036854775807 */
+#define API_MAX_LOGGED_ERROR	256	/* bytes of a database error logged */
+
+int
+api_init(struct api_ctx *ctx)
+{
+	ctx->body = malloc(HTTP_MAX_BODY + 1);
+	ctx->out = malloc(API_MAX_REPLY);
+	if (ctx->body == NULL || ctx->out == NULL) {
+		api_free(ctx);
+		return -1;
+	}
+	return 0;
+}
+
+void
+api_free(struct api_ctx *ctx)
+{
+	free(ctx->body);
+	free(ctx->out);
+	ctx->body = ctx->out = NULL;
+}
+
+/* A JSON string literal; the input is UTF-8 without NUL. */
+static void
+buf_json_string(struct buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char esc[6] = { '\\', 'u', '0', '0', 0, 0 };
+	size_t i, run = 0;
+	unsigned char c;
+
+	buf_add(b, "\"", 1);
+	for (i = 0; i < n; i++) {
+		c = (unsigned char)s[i];
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		buf_add(b, s + run, i - run);
+		run = i + 1;
+		if (c == '"' || c == '\\') {
+			esc[1] = (char)c;
+			buf_add(b, esc, 2);
+			esc[1] = 'u';
+		} else {
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			buf_add(b, esc, 6);
+		}
+	}
+	buf_add(b, s + run, n - run);
+	buf_add(b, "\"", 1);
+}
+
+static int
+api_send(struct http_request *r, int status, const char *headers,
+    const char *body)
+{
+	return http_reply(r, status, API_JSON, headers, body, strlen(body));
+}
+
+static int
+api_error(struct http_request *r, int status, const char *code,
+    const char *headers)
+{
+	char body[64];
+
+	snprintf(body, sizeof(body), "{\"error\":\"%s\"}", code);
+	return api_send(r, status, headers, body);
+}
+
+static int
+api_method_not_allowed(struct http_request *r, const char *allow)
+{
+	char headers[64];
+
+	snprintf(headers, sizeof(headers), "Allow: %s\r\n", allow);
+	return api_error(r, 405, "method_not_allowed", headers);
+}
+
+/* Maps an auth outcome to HTTP: the one place that knows both profiles. */
+static int
+api_auth_error(struct api_ctx *ctx, struct http_request *r,
+    enum auth_result res, const char *scope)
+{
+	char headers[HTTP_MAX_REPLY_HEADERS];
+
+	if (ctx->cfg->auth_errors == CONFIG_AUTH_COMPAT)
+		return api_error(r, 401, "invalid_token", "WWW-Authenticate: "
+		    "Bearer error=\"invalid_token\"\r\n");
+	switch (res) {
+	case AUTH_NO_CREDENTIALS:
+		return api_error(r, 401, "unauthorized",
+		    "WWW-Authenticate: Bearer realm=\"events\"\r\n");
+	case AUTH_MALFORMED:
+		return api_error(r, 400, "invalid_request", "WWW-Authenticate: "
+		    "Bearer realm=\"events\", error=\"invalid_request\"\r\n");
+	case AUTH_INSUFFICIENT_SCOPE:
+		snprintf(headers, sizeof(headers), "WWW-Authenticate: Bearer "
+		    "realm=\"events\", error=\"insufficient_scope\", "
+		    "scope=\"%s\"\r\n", scope);
+		return api_error(r, 403, "insufficient_scope", headers);
+	default:
+		return api_error(r, 401, "invalid_token", "WWW-Authenticate: "
+		    "Bearer realm=\"events\", error=\"invalid_token\"\r\n");
+	}
+}
+
+/*
+ * Runs auth for scope. Returns 1 when the request may proceed; otherwise
+ * the error reply has been sent and *rc holds http_reply's result.
+ */
+static int
+api_authorize(struct api_ctx *ctx, struct http_request *r, const char *scope,
+    struct jwt_claims *claims, int *rc)
+{
+	enum auth_result res;
+	enum jwt_err why;
+
+	ctx->slot->state = SB_AUTH;
+	res = auth_check(ctx->auth, r->authorization, scope, time(NULL),
+	    claims, &why);
+	if (res == AUTH_OK)
+		return 1;
+	if (res == AUTH_INVALID_TOKEN)
+		log_info("auth: invalid token: %s", jwt_strerror(why));
+	*rc = api_auth_error(ctx, r, res, scope);
+	return 0;
+}
+
+/*
+ * Maps a database outcome to HTTP. Nothing here is logged per request:
+ * db.c logs the connection's losses and returns, the master the pool's
+ * (from the reason left in this worker's slot), and the other outcomes
+ * go through log_flood.
+ */
+static int
+api_db_error(struct api_ctx *ctx, struct http_request *r, enum db_status st)
+{
+	static struct log_flood canceled, refused, failed;
+	struct sb_slot *slot = ctx->slot;
+	const char *e = db_last_error(ctx->db);
+	char msg[ESC_SIZE(API_MAX_LOGGED_ERROR)];
+
+	/* The server's message may quote the request's values. */
+	esc_text(msg, sizeof(msg), e, strnlen(e, API_MAX_LOGGED_ERROR));
+	if (st == DB_UNAVAILABLE) {
+		snprintf(slot->db_error, sizeof(slot->db_error), "%s", msg);
+		slot->db_error_us = clock_now_us();
+		return api_error(r, 503, "unavailable", NULL);
+	}
+	if (st == DB_CANCELED) {
+		(void)log_flood(&canceled, CONFIG_LOG_WARNING, "database "
+		    "statement cancelled: %s", msg);
+		return api_error(r, 503, "unavailable", NULL);
+	}
+	if (st == DB_INVALID) {
+		/* A backstop: the body checks should have refused it. */
+		(void)log_flood(&refused, CONFIG_LOG_INFO, "database refused "
+		    "the values: %s", msg);
+		return api_error(r, 400, "invalid_request", NULL);
+	}
+	(void)log_flood(&failed, CONFIG_LOG_ERROR, "database error: %s", msg);
+	return api_error(r, 500, "server_error", NULL);
+}
+
+static int
+api_get_auth(struct api_ctx *ctx, struct http_request *r)
+{
+	struct buf b;
+	struct jwt_claims claims;
+	int rc;
+
+	if (!api_authorize(ctx, r, API_SCOPE_READ, &claims, &rc))
+		return rc;
+	buf_init(&b, ctx->out, API_MAX_REPLY);
+	buf_str(&b, "{\"sub\":");
+	buf_json_string(&b, claims.sub, strlen(claims.sub));
+	buf_str(&b, ",\"scope\":");
+	buf_json_string(&b, claims.scope, strlen(claims.scope));
+	buf_str(&b, "}");
+	if (b.overflow)
+		return api_error(r, 500, "server_error", NULL);
+	return http_reply(r, 200, API_JSON, NULL, b.p, b.len);
+}
+
+int
+api_parse_id(const char *s, size_t len, int64_t *id)
+{
+	static const char max[] = "9223372036854775807";
+	int64_t v = 0;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+	while (len > 0 && *s == '0') {
+		s++;
+		len--;
+	}
+	if (len == 0 || len > API_MAX_ID_DIGITS ||
+	    (len == API_MAX_ID_DIGITS && memcmp(s, max, len) > 0))
+		return -1;
+	for (i = 0; i < len; i++)
+		v = v * 10 + (s[i] - '0');
+	*id = v;
+	return 0;
+}
+
+static void
+buf_timestamp(struct buf *b, int64_t us)
+{
+	int64_t secs = us / 1000000, frac = us % 1000000;
+	time_t t;
+	struct tm tm;
+
+	if (frac < 0) {
+		frac += 1000000;
+		secs--;
+	}
+	t = (time_t)secs;
+	if (gmtime_r(&t, &tm) == NULL) {
+		b->overflow = 1;
+		return;
+	}
+	buf_printf(b, "\"%04d-%02d-%02dT%02d:%02d:%02d.%06dZ\"",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, (int)frac);
+}
+
+/*
+ * GET /events/{id} must return every row POST /events accepted, whole:
+ * the payload (jsonbody.c bounds its jsonb output), the kind (from the
+ * body; buf_json_string() makes at most 6 bytes of a character the body
+ * spelled in 2 or more, "\n" -> "\u000a"), the subject (the token's sub,
+ * 6 bytes per byte at most) and the fixed text around them.
+ */
+#define API_REPLY_FIXED	128	/* {"id":..,"created_at":..} and the rest */
+_Static_assert(JSONBODY_MAX_RENDERED + 3 * HTTP_MAX_BODY + 6 * JWT_MAX_SUB +
+    API_REPLY_FIXED <= API_MAX_REPLY, "an accepted event fits a GET reply");
+
+static void
+buf_event(struct buf *b, const struct db_event *ev)
+{
+	buf_printf(b, "{\"id\":%lld,\"subject\":", (long long)ev->id);
+	buf_json_string(b, ev->subject, ev->subject_len);
+	buf_str(b, ",\"kind\":");
+	buf_json_string(b, ev->kind, ev->kind_len);
+	/* payload is jsonb output: already valid JSON, embedded verbatim. */
+	buf_str(b, ",\"payload\":");
+	buf_add(b, ev->payload, ev->payload_len);
+	buf_str(b, ",\"created_at\":");
+	buf_timestamp(b, ev->created_us);
+	buf_str(b, "}");
+}
+
+static int
+api_get_event(struct api_ctx *ctx, struct http_request *r, const char *id_s,
+    size_t id_len)
+{
+	struct buf b;
+	struct jwt_claims claims;
+	struct db_event ev;
+	enum db_status st;
+	int64_t id;
+	int rc;
+
+	if (!api_authorize(ctx, r, API_SCOPE_READ, &claims, &rc))
+		return rc;
+	if (api_parse_id(id_s, id_len, &id) == -1)
+		return api_error(r, 404, "not_found", NULL);
+	ctx->slot->state = SB_DB;
+	st = db_read_event(ctx->db, id, claims.sub, &ev);
+	if (st == DB_NOT_FOUND)
+		return api_error(r, 404, "not_found", NULL);
+	if (st != DB_OK)
+		return api_db_error(ctx, r, st);
+	buf_init(&b, ctx->out, API_MAX_REPLY);
+	buf_event(&b, &ev);
+	db_event_release(&ev);
+	if (b.overflow)
+		return api_error(r, 500, "server_error", NULL);
+	ctx->slot->state = SB_WRITING;
+	return http_reply(r, 200, API_JSON, NULL, b.p, b.len);
+}
+
+int
+api_is_json_type(const char *ct)
+{
+	static const char want[] = "application/json";
+	size_t n;
+
+	if (ct == NULL)
+		return 0;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	n = strcspn(ct, "; \t");
+	if (n != sizeof(want) - 1 || strncasecmp(ct, want, n) != 0)
+		return 0;
+	ct += n;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	return *ct == '\0' || *ct == ';';
+}
+
+static int
+api_post_event(struct api_ctx *ctx, struct http_request *r)
+{
+	struct jwt_claims claims;
+	const char *kind = NULL;
+	char *payload = NULL, body[48];
+	json_t *root = NULL;
+	enum db_status st;
+	size_t len;
+	int64_t id;
+	int rc;
+
+	if (!api_authorize(ctx, r, API_SCOPE_WRITE, &claims, &rc))
+		return rc;
+	if (r->content_length > HTTP_MAX_BODY)
+		return api_error(r, 413, "payload_too_large", NULL);
+	if (!api_is_json_type(r->content_type))
+		return api_error(r, 415, "unsupported_media_type", NULL);
+	ctx->slot->state = SB_READING;
+	switch (http_read_body(r, ctx->body, HTTP_MAX_BODY, &len)) {
+	case HTTP_BODY_TOO_LARGE:
+		return api_error(r, 413, "payload_too_large", NULL);
+	case HTTP_BODY_INCOMPLETE:
+		return api_error(r, 400, "invalid_request", NULL);
+	case HTTP_BODY_OK:
+		break;
+	}
+	if (jsonbody_parse_event(ctx->body, len, &root, &kind, &payload) == -1) {
+		rc = api_error(r, 400, "invalid_request", NULL);
+		goto done;
+	}
+	ctx->slot->state = SB_DB;
+	st = db_insert_event(ctx->db, claims.sub, kind, payload, &id);
+	if (st != DB_OK) {
+		rc = api_db_error(ctx, r, st);
+		goto done;
+	}
+	ctx->slot->state = SB_WRITING;
+	snprintf(body, sizeof(body), "{\"id\":%lld}", (long long)id);
+	rc = api_send(r, 201, NULL, body);
+done:
+	free(payload);
+	json_decref(root);
+	return rc;
+}
+
+static int
+api_health(struct api_ctx *ctx, struct http_request *r)
+{
+	ctx->slot->state = SB_DB;
+	if (db_ping(ctx->db) == DB_OK)
+		return api_send(r, 200, NULL, "{\"status\":\"ok\"}");
+	return api_send(r, 503, NULL, "{\"status\":\"unavailable\"}");
+}
+
+static int
+api_ping(struct api_ctx *ctx, struct http_request *r)
+{
+	const char *pong = ctx->cfg->ping_response;
+
+	return http_reply(r, 200, "text/plain", NULL, pong, strlen(pong));
+}
+
+static int
+api_path_is(const struct http_request *r, const char *path)
+{
+	size_t n = strlen(path);
+
+	return r->path_len == n && memcmp(r->path, path, n) == 0;
+}
+
+static int
+api_is_get(const struct http_request *r)
+{
+	return strcmp(r->method, "GET") == 0;
+}
+
+int
+api_handle(struct api_ctx *ctx, struct http_request *r)
+{
+	static const char events_prefix[] = "/events/";
+	const size_t plen = sizeof(events_prefix) - 1;
+
+	if (api_path_is(r, "/auth"))
+		return api_is_get(r) ? api_get_auth(ctx, r) :
+		    api_method_not_allowed(r, "GET");
+	if (api_path_is(r, "/events"))
+		return strcmp(r->method, "POST") == 0 ?
+		    api_post_event(ctx, r) : api_method_not_allowed(r, "POST");
+	if (r->path_len >= plen && memcmp(r->path, events_prefix, plen) == 0)
+		return api_is_get(r) ? api_get_event(ctx, r, r->path + plen,
+		    r->path_len - plen) : api_method_not_allowed(r, "GET");
+	if (api_path_is(r, "/health"))
+		return api_is_get(r) ? api_health(ctx, r) :
+		    api_method_not_allowed(r, "GET");
+	if (ctx->cfg->ping_path[0] != '\0' &&
+	    api_path_is(r, ctx->cfg->ping_path))
+		return api_is_get(r) ? api_ping(ctx, r) :
+		    api_method_not_allowed(r, "GET");
+	return api_error(r, 404, "not_found", NULL);
+}

@@ -1,0 +1,50 @@
+/*
+ * api.h: the route table and the handlers of the events API (worker).
+ * Every handler authenticates first, then looks at the id or the body,
+ * and maps auth, validation and database outcomes to HTTP in one place.
+ */
+#ifndef CFPM_API_H
+#define CFPM_API_H
+
+#include <stddef.h>
+
+#include "events/auth.h"
+#include "util/config.h"
+#include "server/db.h"
+#include "server/http.h"
+#include "server/scoreboard.h"
+
+#define API_MAX_REPLY	(1024 * 1024)	/* largest reply body */
+
+/* What a worker hands each request: all owned by the worker. */
+struct api_ctx {
+	const struct config	*cfg;
+	const struct auth	*auth;
+	struct db		*db;
+	struct sb_slot		*slot;		/* this worker's scoreboard slot */
+	char			*body;		/* HTTP_MAX_BODY + 1 bytes */
+	char			*out;		/* API_MAX_REPLY bytes */
+};
+
+/*
+ * Allocates the request and reply buffers. Returns 0 or -1 (ENOMEM).
+ */
+int api_init(struct api_ctx *ctx);
+
+/* Frees the buffers. */
+void api_free(struct api_ctx *ctx);
+
+/*
+ * Routes and answers one request; always sends a reply (500 if nothing
+ * better applies). Returns 0, or -1 if the reply could not be written
+ * (client gone).
+ */
+int api_handle(struct api_ctx *ctx, struct http_request *r);
+
+/* PURE. Parses a decimal event id (leading zeros allowed): 1..2^63-1. */
+int api_parse_id(const char *s, size_t len, int64_t *id);
+
+/* PURE. 1 if a Content-Type value is application/json (params allowed). */
+int api_is_json_type(const char *ct);
+
+#endif

@@ -1,0 +1,116 @@
+/*
+ * auth.c: Authorization header parsing and scope policy (worker).
+ * The key file is read once per process (worker start and reload).
+ */
+#include "events/auth.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/readfile.h"
+
+int
+auth_init(struct auth *a, const struct config *cfg, char *err)
+{
+	char why[CONFIG_ERR_LEN / 2];
+	size_t len;
+	char *buf;
+
+	memset(a, 0, sizeof(*a));
+	if ((buf = readfile(cfg->auth_key_file, AUTH_MAX_KEY_FILE, &len, err,
+	    CONFIG_ERR_LEN)) == NULL)
+		return -1;
+	a->keys = jwt_keyset_parse(buf, len, cfg->auth_key_id[0] != '\0' ?
+	    cfg->auth_key_id : NULL, why, sizeof(why));
+	free(buf);
+	if (a->keys == NULL) {
+		snprintf(err, CONFIG_ERR_LEN, "%s: %s", cfg->auth_key_file, why);
+		return -1;
+	}
+	memcpy(a->issuer, cfg->auth_issuer, sizeof(a->issuer));
+	memcpy(a->audience, cfg->auth_audience, sizeof(a->audience));
+	a->policy.issuer = a->issuer;
+	a->policy.audience = a->audience;
+	a->policy.leeway = cfg->auth_leeway;
+	a->policy.typ_mode = cfg->auth_typ_strict ? JWT_TYP_STRICT :
+	    JWT_TYP_LENIENT;
+	return 0;
+}
+
+void
+auth_free(struct auth *a)
+{
+	jwt_keyset_free(a->keys);
+	a->keys = NULL;
+}
+
+enum auth_result
+auth_bearer(const char *header, const char **tok, size_t *len)
+{
+	const char *p, *end;
+
+	if (header == NULL || header[0] == '\0')
+		return AUTH_NO_CREDENTIALS;
+	p = header;
+	while (*p == ' ')
+		p++;
+	/* Another scheme is "no credentials" for us: challenge, no error. */
+	if (strncasecmp(p, "Bearer", 6) != 0 || (p[6] != ' ' && p[6] != '\0'))
+		return AUTH_NO_CREDENTIALS;
+	p += 6;
+	while (*p == ' ')
+		p++;
+	end = p;
+	while (*end != '\0' && *end != ' ')
+		end++;
+	if (end == p)
+		return AUTH_MALFORMED;		/* bare "Bearer" */
+	*tok = p;
+	*len = (size_t)(end - p);
+	while (*end == ' ')
+		end++;
+	if (*end != '\0')
+		return AUTH_MALFORMED;		/* two tokens */
+	return AUTH_OK;
+}
+
+int
+auth_scope_has(const char *scope, const char *word)
+{
+	size_t wlen = strlen(word), n;
+	const char *p = scope;
+
+	if (wlen == 0)
+		return 0;
+	while (*p != '\0') {
+		while (*p == ' ')
+			p++;
+		n = strcspn(p, " ");
+		/* Whole words only: "events:rea" is not "events:read". */
+		if (n == wlen && memcmp(p, word, n) == 0)
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+enum auth_result
+auth_check(const struct auth *a, const char *header, const char *scope,
+    int64_t now, struct jwt_claims *claims, enum jwt_err *why)
+{
+	enum auth_result res;
+	const char *tok = NULL;
+	size_t len = 0;
+
+	*why = JWT_OK;
+	if ((res = auth_bearer(header, &tok, &len)) != AUTH_OK)
+		return res;
+	if (jwt_verify(a->keys, &a->policy, tok, len, now, claims, why) == -1)
+		return AUTH_INVALID_TOKEN;
+	/* A missing scope claim is a scope problem, not a bad token. */
+	if (!claims->has_scope || !auth_scope_has(claims->scope, scope))
+		return AUTH_INSUFFICIENT_SCOPE;
+	return AUTH_OK;
+}

@@ -1,0 +1,63 @@
+/*
+ * auth.h: Bearer token extraction and access policy (worker).
+ * Takes the Authorization header, pulls out the one bearer token, has
+ * jwt.c verify it against the configured issuer, audience and leeway, and
+ * checks the endpoint's scope. Mapping results to HTTP is api.c's job.
+ */
+#ifndef CFPM_AUTH_H
+#define CFPM_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/config.h"
+#include "events/jwt.h"
+
+#define AUTH_MAX_KEY_FILE	(1024 * 1024)	/* key file size limit */
+
+enum auth_result {
+	AUTH_OK = 0,
+	AUTH_NO_CREDENTIALS,	/* no header, or another scheme */
+	AUTH_MALFORMED,		/* "Bearer" without exactly one token */
+	AUTH_INVALID_TOKEN,	/* any token failure */
+	AUTH_INSUFFICIENT_SCOPE,	/* valid token without the scope */
+};
+
+struct auth {
+	struct jwt_keyset	*keys;
+	struct jwt_policy	 policy;
+	char			 issuer[CONFIG_MAX_VALUE];
+	char			 audience[CONFIG_MAX_VALUE];
+};
+
+/*
+ * Reads and parses cfg's key file and copies the policy. Returns 0, or -1
+ * with a reason in err (CONFIG_ERR_LEN bytes). Free with auth_free().
+ */
+int auth_init(struct auth *a, const struct config *cfg, char *err);
+
+/* Releases the key set. */
+void auth_free(struct auth *a);
+
+/*
+ * PURE. Finds the bearer token in an Authorization header value (NULL if
+ * absent). The scheme is case-insensitive (RFC 9110); exactly one token
+ * must follow. On AUTH_OK, tok and len point into header.
+ */
+enum auth_result auth_bearer(const char *header, const char **tok,
+    size_t *len);
+
+/* PURE. 1 if word is one of the space-separated words of scope. */
+int auth_scope_has(const char *scope, const char *word);
+
+/*
+ * Authenticates a request: bearer extraction, full signature and claim
+ * verification at time now (never cached), then the scope. On AUTH_OK
+ * claims is filled; on AUTH_INVALID_TOKEN *why says what failed (for
+ * logs; never the token itself).
+ */
+enum auth_result auth_check(const struct auth *a, const char *header,
+    const char *scope, int64_t now, struct jwt_claims *claims,
+    enum jwt_err *why);
+
+#endif

@@ -1,0 +1,769 @@
+/*
+ * master.c: the master process. Signal handlers only set flags; the loop
+ * acts on them between ppoll() calls, the nginx way. Workers are grouped
+ * in generations: a reload or a recycle starts replacements first and
+ * retires the old workers only once the replacements are ready, so the
+ * pool never shrinks and no queued connection is dropped.
+ */
+#include "server/master.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/admin.h"
+#include "events/auth.h"
+#include "util/clock.h"
+#include "server/conn.h"
+#include "util/log.h"
+#include "server/notify.h"
+#include "util/readfile.h"
+#include "server/sandbox.h"
+#include "server/scoreboard.h"
+#include "server/status.h"
+#include "server/worker.h"
+
+#define MASTER_SLOTS	(2 * CONFIG_MAX_CHILDREN)	/* room for reloads */
+#define MASTER_TICK_MS	200	/* loop period while anything is pending */
+#define MASTER_IDLE_MS	1000	/* loop period otherwise */
+#define MASTER_STATUS_US (5 * 1000000)	/* STATUS= line period */
+#define MASTER_DB_REASON_US (1 * 1000000) /* wait for a worker's reason */
+
+enum master_stop {
+	MASTER_RUNNING = 0,
+	MASTER_GRACEFUL,
+	MASTER_FAST,
+};
+
+struct master {
+	struct config		*cfg;		/* current generation's */
+	struct auth		*auth;		/* its keys, inherited by workers */
+	const char		*config_path;
+	int			 children;	/* -n override, 0 = none */
+	struct listen_sock	*ls;
+	struct admin		*admin;		/* NULL without status_listen */
+	int			 kick_fd;	/* eventfd the workers write to */
+	struct scoreboard	*sb;
+	unsigned		 generation;
+	enum master_stop	 stop;
+	int64_t			 stop_deadline_us;
+	int			 killed;	/* SIGKILL sent at deadline */
+	int			 quick_deaths;	/* in a row */
+	int64_t			 next_spawn_us;
+	int			 ready_sent;	/* READY=1 for this generation */
+	int64_t			 reload_deadline_us;	/* 0: no reload */
+	int64_t			 next_status_us;
+	int64_t			 next_watchdog_us;
+	uint64_t		 last_accepted;	/* for req/s in STATUS= */
+	unsigned		 children_reached;
+	int			 db_down;	/* "unavailable" logged */
+	int64_t			 db_lost_us;	/* first seen lost */
+	int64_t			 db_back_us;	/* last "database back" */
+	uint64_t		 db_503_base;	/* 503s before the loss */
+};
+
+static volatile sig_atomic_t sig_chld, sig_term, sig_int, sig_hup,
+    sig_usr1;
+
+static void
+master_on_signal(int sig)
+{
+	switch (sig) {
+	case SIGCHLD: sig_chld = 1; break;
+	case SIGTERM: case SIGQUIT: sig_term = 1; break;
+	case SIGINT: sig_int = 1; break;
+	case SIGHUP: case SIGUSR2: sig_hup = 1; break;
+	case SIGUSR1: sig_usr1 = 1; break;
+	}
+}
+
+static const int master_sigs[] = { SIGCHLD, SIGTERM, SIGQUIT, SIGINT,
+    SIGHUP, SIGUSR2, SIGUSR1 };
+
+/* Blocks the signals we handle; ppoll() unblocks them atomically. */
+static void
+master_signals(sigset_t *waitmask)
+{
+	struct sigaction sa;
+	sigset_t block;
+	size_t i;
+
+	sigemptyset(&block);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = master_on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(master_sigs) / sizeof(master_sigs[0]); i++) {
+		sigaddset(&block, master_sigs[i]);
+		sigaction(master_sigs[i], &sa, NULL);
+	}
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	sigprocmask(SIG_BLOCK, &block, waitmask);
+	for (i = 0; i < sizeof(master_sigs) / sizeof(master_sigs[0]); i++)
+		sigdelset(waitmask, master_sigs[i]);
+}
+
+int
+master_load_config(struct config *cfg, struct auth *auth, const char *path,
+    int children, char *err)
+{
+	struct sandbox_ids ids;
+	struct auth trial;
+	size_t len;
+	char *text;
+	int rc;
+
+	config_defaults(cfg);
+	if ((text = readfile(path, MASTER_MAX_CONFIG, &len, err,
+	    CONFIG_ERR_LEN)) == NULL)
+		return -1;
+	rc = config_parse(cfg, path, text, len, err);
+	free(text);
+	if (rc == -1)
+		return -1;
+	if (children > 0)
+		cfg->max_children = children;
+	if (config_validate(cfg, path, err) == -1)
+		return -1;
+	/* The workers' user must exist and not be root: checked here so a
+	 * reload to a bad one is refused while the running pool serves. */
+	if (sandbox_resolve(cfg, path, &ids, err) == -1)
+		return -1;
+	/*
+	 * Keys are parsed here, once: a bad file fails now, not in every
+	 * fork, and workers inherit the parsed keys (their verify contexts
+	 * included) instead of each touching OpenSSL's decoders again.
+	 */
+	if (auth_init(auth ? auth : &trial, cfg, err) == -1)
+		return -1;
+	if (auth == NULL)
+		auth_free(&trial);
+	return 0;
+}
+
+static void
+master_free_auth(struct master *m)
+{
+	if (m->auth != NULL)
+		auth_free(m->auth);
+	free(m->auth);
+	m->auth = NULL;
+}
+
+/* A worker of the current generation that is not on its way out. */
+static int
+master_is_current(const struct master *m, const struct sb_slot *s)
+{
+	return s->state != SB_FREE && s->generation == m->generation &&
+	    !s->retire && !s->signaled;
+}
+
+static unsigned
+master_count(const struct master *m, int current, int ready_only)
+{
+	const struct sb_slot *s;
+	unsigned i, n = 0;
+
+	for (i = 0; i < m->sb->nslots; i++) {
+		s = &m->sb->slots[i];
+		if (s->state == SB_FREE)
+			continue;
+		if (current && !master_is_current(m, s))
+			continue;
+		if (ready_only && !(s->ready && s->state != SB_STARTING))
+			continue;
+		n++;
+	}
+	return n;
+}
+
+static int
+master_spawn(struct master *m)
+{
+	struct worker_args args;
+	struct sb_slot *slot;
+	pid_t pid;
+	int idx;
+
+	if ((idx = scoreboard_free_slot(m->sb)) == -1) {
+		log_err("%s: scoreboard full", __func__);
+		return -1;
+	}
+	slot = &m->sb->slots[idx];
+	memset(slot, 0, sizeof(*slot));
+	slot->state = SB_STARTING;	/* before fork: the child overwrites */
+	slot->generation = m->generation;
+	slot->started_us = clock_now_us();
+	args.cfg = m->cfg;
+	args.auth = m->auth;
+	args.listen_fd = m->ls->fd;
+	args.sb = m->sb;
+	args.slot = idx;
+	args.master = getpid();
+	args.kick_fd = m->kick_fd;
+	switch ((pid = fork())) {
+	case -1:
+		log_err("%s: fork() failed: %s", __func__, strerror(errno));
+		slot->state = SB_FREE;
+		return -1;
+	case 0:
+		slot->pid = getpid();
+		if (m->admin != NULL)
+			admin_forget(m->admin);	/* the master's, not ours */
+		worker_main(&args);
+	}
+	slot->pid = pid;
+	return 0;
+}
+
+/* Dying young (bad keys, crash at start): back off, no fork storm. */
+static void
+master_backoff(struct master *m, const struct sb_slot *slot, int status)
+{
+	int64_t lived_ms = (clock_now_us() - slot->started_us) / 1000;
+	int delay;
+
+	if (lived_ms >= MASTER_QUICK_DEATH_MS &&
+	    !(WIFEXITED(status) && WEXITSTATUS(status) != 0)) {
+		m->quick_deaths = 0;
+		return;
+	}
+	delay = MASTER_BACKOFF_MIN_MS << (m->quick_deaths < 7 ?
+	    m->quick_deaths : 7);
+	if (delay > MASTER_BACKOFF_MAX_MS)
+		delay = MASTER_BACKOFF_MAX_MS;
+	m->quick_deaths++;
+	m->next_spawn_us = clock_now_us() + (int64_t)delay * 1000;
+	log_warn("worker died %lld ms after start; next start in %d ms",
+	    (long long)lived_ms, delay);
+}
+
+static void
+master_note_death(struct master *m, struct sb_slot *slot, int status)
+{
+	enum sb_reason reason = SB_REASON_EXIT;
+
+	if (WIFSIGNALED(status)) {
+		reason = slot->killed ? SB_REASON_TERMINATE : SB_REASON_CRASH;
+		if (!slot->signaled && !slot->killed)
+			log_warn("worker %d killed by signal %d after %llu "
+			    "requests", (int)slot->pid, WTERMSIG(status),
+			    (unsigned long long)slot->requests);
+	} else if (WEXITSTATUS(status) != 0)
+		log_warn("worker %d exited with status %d", (int)slot->pid,
+		    WEXITSTATUS(status));
+	else
+		log_info("worker %d exited after %llu requests",
+		    (int)slot->pid, (unsigned long long)slot->requests);
+	/* Retired on purpose: its replacement is already running. */
+	if (m->stop != MASTER_RUNNING || !master_is_current(m, slot))
+		return;
+	m->sb->totals.respawns[reason]++;
+	master_backoff(m, slot, status);
+}
+
+/* A worker that exits may have taken a connection's wake-up with it:
+ * make the idle ones look at the listen socket again (worker.c). */
+static void
+master_poke_idle(struct master *m)
+{
+	unsigned i;
+
+	for (i = 0; i < m->sb->nslots; i++)
+		if (m->sb->slots[i].state == SB_IDLE && !m->sb->slots[i].signaled)
+			kill(m->sb->slots[i].pid, SIGUSR2);
+}
+
+static void
+master_reap(struct master *m)
+{
+	int status, idx, gone = 0;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if ((idx = scoreboard_find(m->sb, pid)) == -1)
+			continue;
+		master_note_death(m, &m->sb->slots[idx], status);
+		memset(&m->sb->slots[idx], 0, sizeof(m->sb->slots[idx]));
+		gone = 1;
+	}
+	if (gone && m->stop == MASTER_RUNNING)
+		master_poke_idle(m);
+}
+
+static void
+master_signal_all(struct master *m, int sig)
+{
+	unsigned i;
+
+	for (i = 0; i < m->sb->nslots; i++)
+		if (m->sb->slots[i].state != SB_FREE && m->sb->slots[i].pid > 0)
+			kill(m->sb->slots[i].pid, sig);
+}
+
+static void
+master_begin_stop(struct master *m, enum master_stop how)
+{
+	int64_t ms;
+
+	if (m->stop == MASTER_FAST || m->stop == how)
+		return;
+	m->stop = how;
+	notify_send("STOPPING=1");
+	if (how == MASTER_GRACEFUL) {
+		log_notice("graceful stop: finishing in-flight requests");
+		ms = (int64_t)m->cfg->process_control_timeout * 1000;
+		master_signal_all(m, SIGTERM);
+	} else {
+		log_notice("fast stop");
+		ms = MASTER_FAST_STOP_MS;
+		master_signal_all(m, SIGINT);
+	}
+	m->stop_deadline_us = clock_now_us() + ms * 1000;
+	/* Stop accepting: the workers close their copies as they leave. */
+	if (m->ls->fd != -1) {
+		close(m->ls->fd);
+		m->ls->fd = -1;
+	}
+}
+
+/*
+ * SIGHUP / SIGUSR2: load and check the new configuration and keys first;
+ * if anything is wrong the running pool is left alone.
+ */
+static void
+master_reload(struct master *m)
+{
+	char err[CONFIG_ERR_LEN];
+	struct config *next = malloc(sizeof(*next));
+	struct auth *keys = malloc(sizeof(*keys));
+	unsigned i;
+
+	if (next == NULL || keys == NULL || master_load_config(next, keys,
+	    m->config_path, m->children, err) == -1) {
+		log_err("reload refused, pool unchanged: %s",
+		    next && keys ? err : "out of memory");
+		free(next);
+		free(keys);
+		return;
+	}
+	if (strcmp(next->listen, m->cfg->listen) != 0 ||
+	    strcmp(next->status_listen, m->cfg->status_listen) != 0)
+		log_warn("reload: listen and pm.status_listen changes need "
+		    "a restart; keeping the current sockets");
+	notify_send("RELOADING=1");
+	if (log_open(next->log_level, next->error_log) == -1)
+		log_err("reload: error_log %s: %s", next->error_log,
+		    strerror(errno));
+	free(m->cfg);
+	m->cfg = next;
+	master_free_auth(m);	/* running workers keep their own copy */
+	m->auth = keys;
+	m->generation++;
+	m->ready_sent = 0;
+	m->quick_deaths = 0;
+	m->next_spawn_us = 0;
+	m->sb->totals.reloads++;
+	m->reload_deadline_us = clock_now_us() +
+	    (int64_t)(next->process_control_timeout + 10) * 1000000;
+	for (i = 0; i < m->sb->nslots; i++)
+		if (m->sb->slots[i].state != SB_FREE)
+			m->sb->totals.respawns[SB_REASON_RELOAD]++;
+	log_notice("reload: generation %u, %d workers", m->generation,
+	    next->max_children);
+}
+
+/* Retires workers replaced by a reload or a recycle once the current
+ * generation is fully ready (or the reload has waited long enough). */
+static void
+master_retire(struct master *m)
+{
+	int enough = master_count(m, 1, 1) >= (unsigned)m->cfg->max_children;
+	int late = m->reload_deadline_us != 0 &&
+	    clock_now_us() >= m->reload_deadline_us;
+	struct sb_slot *s;
+	unsigned i;
+
+	for (i = 0; i < m->sb->nslots; i++) {
+		s = &m->sb->slots[i];
+		if (s->state == SB_FREE || master_is_current(m, s) ||
+		    s->signaled || !(enough || late))
+			continue;
+		if (s->retire && s->generation == m->generation)
+			m->sb->totals.respawns[SB_REASON_RECYCLE]++;
+		s->signaled = 1;
+		kill(s->pid, SIGTERM);
+	}
+}
+
+/* request_slowlog_timeout and request_terminate_timeout, from outside:
+ * no ptrace, just the scoreboard. */
+static void
+master_timeouts(struct master *m)
+{
+	int64_t now = clock_now_us(), slow, term, elapsed;
+	struct status_request q;
+	struct sb_slot *s;
+	unsigned i;
+
+	slow = (int64_t)m->cfg->request_slowlog_timeout * 1000000;
+	term = (int64_t)m->cfg->request_terminate_timeout * 1000000;
+	for (i = 0; i < m->sb->nslots; i++) {
+		s = &m->sb->slots[i];
+		if (!scoreboard_busy(s) || s->req_start_us == 0)
+			continue;
+		elapsed = now - s->req_start_us;
+		if (slow > 0 && elapsed > slow && !s->slow_logged) {
+			s->slow_logged = 1;
+			status_request(s, &q);	/* client bytes, escaped */
+			m->sb->totals.slow++;
+			log_warn("slow request: worker %d, %s %s, phase %s, "
+			    "%.3f s elapsed", (int)s->pid, q.method, q.uri,
+			    scoreboard_state_name(s->state), elapsed / 1e6);
+		}
+		if (term > 0 && !s->killed &&
+		    elapsed > term + MASTER_TERMINATE_GRACE_MS * 1000) {
+			s->killed = 1;
+			m->sb->totals.terminated++;
+			status_request(s, &q);
+			log_warn("request_terminate_timeout: killing worker %d "
+			    "(%s %s, phase %s)", (int)s->pid, q.method, q.uri,
+			    scoreboard_state_name(s->state));
+			kill(s->pid, SIGKILL);
+		}
+	}
+}
+
+static unsigned
+master_busy(const struct master *m)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < m->sb->nslots; i++)
+		if (scoreboard_busy(&m->sb->slots[i]))
+			n++;
+	return n;
+}
+
+static void
+master_sample(struct master *m)
+{
+	unsigned busy = master_busy(m), queued, limit;
+	if (busy > m->sb->totals.max_active)
+		m->sb->totals.max_active = busy;
+	if (busy >= (unsigned)m->cfg->max_children)
+		m->children_reached++;
+	if (listen_queue(m->ls, &queued, &limit) == 0 &&
+	    queued > m->sb->totals.listen_queue_max)
+		m->sb->totals.listen_queue_max = queued;
+}
+
+static void
+master_status_line(struct master *m)
+{
+	int64_t now = clock_now_us();
+	uint64_t acc = m->sb->totals.accepted;
+	unsigned total = master_count(m, 0, 0), busy = master_busy(m);
+	char msg[256];
+
+	if (now < m->next_status_us)
+		return;
+	snprintf(msg, sizeof(msg), "STATUS=Processes active: %u, idle: %u, "
+	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", busy,
+	    total - busy, (unsigned long long)acc,
+	    (unsigned long long)m->sb->totals.slow,
+	    m->next_status_us ? (acc - m->last_accepted) /
+	    (MASTER_STATUS_US / 1e6) : 0.0);
+	notify_send(msg);
+	m->last_accepted = acc;
+	m->next_status_us = now + MASTER_STATUS_US;
+}
+
+static void
+master_ready(struct master *m)
+{
+	unsigned old = master_count(m, 0, 0) - master_count(m, 1, 0);
+
+	if (m->ready_sent ||
+	    master_count(m, 1, 1) < (unsigned)m->cfg->max_children || old > 0)
+		return;
+	m->ready_sent = 1;
+	m->reload_deadline_us = 0;
+	notify_send("READY=1");
+	log_notice("pool ready: generation %u, %d workers", m->generation,
+	    m->cfg->max_children);
+}
+
+/*
+ * The pool's view of the database, from the workers' slots (each worker
+ * logs its own changes, db.c): one line when the first worker loses it,
+ * with the reason a worker without it gave for its latest 503 since the
+ * last return, or after MASTER_DB_REASON_US without one the count; one
+ * line when every worker has it back, with the time since the loss was
+ * seen and the 503s answered since the last tick without one.
+ */
+static void
+master_db_state(struct master *m)
+{
+	char reason[SCOREBOARD_DB_ERROR_LEN + 64];
+	const struct sb_slot *s, *why = NULL;
+	int64_t now = clock_now_us();
+	unsigned i, live = 0, down = 0;
+
+	for (i = 0; i < m->sb->nslots; i++) {
+		s = &m->sb->slots[i];
+		if (s->state == SB_FREE || s->state == SB_STARTING ||
+		    s->state == SB_EXITING)
+			continue;
+		live++;
+		if (s->db_ok)
+			continue;
+		down++;
+		if (s->db_error_us > m->db_back_us && (why == NULL ||
+		    s->db_error_us > why->db_error_us))
+			why = s;
+	}
+	if (!m->db_down && down == 0) {
+		m->db_lost_us = 0;
+		m->db_503_base = m->sb->totals.unavailable;
+		return;
+	}
+	if (!m->db_down) {
+		if (m->db_lost_us == 0)
+			m->db_lost_us = now;
+		if (why == NULL && now - m->db_lost_us < MASTER_DB_REASON_US)
+			return;
+		if (why != NULL)	/* the worker may be rewriting it */
+			snprintf(reason, sizeof(reason), "%.*s",
+			    (int)strnlen(why->db_error, sizeof(why->db_error)),
+			    why->db_error);
+		else
+			snprintf(reason, sizeof(reason), "%u of %u workers "
+			    "without a connection", down, live);
+		log_warn("database unavailable: %s", reason);
+		m->db_down = 1;
+		return;
+	}
+	if (down > 0 || live == 0)
+		return;
+	log_notice("database back after %.1f s, %llu requests answered 503",
+	    (double)(now - m->db_lost_us) / 1e6, (unsigned long long)
+	    (m->sb->totals.unavailable - m->db_503_base));
+	m->db_down = 0;
+	m->db_back_us = now;
+}
+
+static void
+master_maintain(struct master *m)
+{
+	unsigned current = master_count(m, 1, 0);
+	int64_t now = clock_now_us(), wd = notify_watchdog_us();
+
+	while (current < (unsigned)m->cfg->max_children &&
+	    clock_now_us() >= m->next_spawn_us) {
+		if (master_spawn(m) == -1)
+			break;
+		current++;
+	}
+	master_retire(m);
+	master_timeouts(m);
+	master_sample(m);
+	master_db_state(m);
+	master_ready(m);
+	master_status_line(m);
+	if (wd > 0 && now >= m->next_watchdog_us) {
+		notify_send("WATCHDOG=1");
+		m->next_watchdog_us = now + wd / 2;
+	}
+}
+
+static void
+master_handle_flags(struct master *m)
+{
+	if (sig_chld) {
+		sig_chld = 0;
+		master_reap(m);
+	}
+	if (sig_int) {
+		sig_int = 0;
+		master_begin_stop(m, MASTER_FAST);
+	}
+	if (sig_term) {
+		sig_term = 0;
+		master_begin_stop(m, MASTER_GRACEFUL);
+	}
+	if (sig_usr1) {
+		sig_usr1 = 0;
+		if (log_reopen() == -1)
+			log_err("reopening the error log failed: %s",
+			    strerror(errno));
+		master_signal_all(m, SIGUSR1);	/* workers' access logs */
+	}
+	if (sig_hup) {
+		sig_hup = 0;
+		if (m->stop == MASTER_RUNNING)
+			master_reload(m);
+	}
+}
+
+static int
+master_timeout_ms(const struct master *m)
+{
+	if (m->stop != MASTER_RUNNING || !m->ready_sent ||
+	    m->cfg->request_slowlog_timeout > 0 ||
+	    m->cfg->request_terminate_timeout > 0)
+		return MASTER_TICK_MS;
+	return MASTER_IDLE_MS;
+}
+
+/* Fills a status view from the scoreboard (the admin socket asks). */
+static void
+master_fill_status(struct status_view *v, void *arg)
+{
+	static long rss[MASTER_SLOTS];
+	struct master *m = arg;
+	char path[64];
+	long pages, resident;
+	unsigned i;
+	FILE *f;
+
+	memset(v, 0, sizeof(*v));
+	for (i = 0; i < m->sb->nslots; i++) {
+		rss[i] = -1;
+		if (m->sb->slots[i].state == SB_FREE)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/statm",
+		    (int)m->sb->slots[i].pid);
+		if ((f = fopen(path, "re")) == NULL)
+			continue;
+		if (fscanf(f, "%ld %ld", &pages, &resident) == 2)
+			rss[i] = resident * (sysconf(_SC_PAGESIZE) / 1024);
+		fclose(f);
+	}
+	v->pool = m->cfg->pool_name;
+	v->sb = m->sb;
+	v->rss_kb = rss;
+	v->generation = m->generation;
+	v->listen_known = listen_queue(m->ls, &v->listen_queue,
+	    &v->listen_queue_len) == 0;
+	v->max_children_reached = m->children_reached;
+	v->now = (int64_t)time(NULL);
+	v->now_us = clock_now_us();
+}
+
+/*
+ * Waits for a signal, the status socket or a worker's kick: a worker
+ * that is ready, or wants to be recycled, writes to the eventfd (a
+ * signal would not do: a worker that gave up root may not signal its
+ * root master), and the loop looks at the scoreboard at once.
+ */
+/* The eventfd workers write to when they are ready or want out. */
+static void
+master_read_kicks(struct master *m)
+{
+	uint64_t kicks;
+
+	if (read(m->kick_fd, &kicks, sizeof(kicks)) == -1 && errno != EAGAIN)
+		log_err("%s: read(eventfd) failed: %s", __func__,
+		    strerror(errno));
+}
+
+static void
+master_wait(struct master *m, const sigset_t *waitmask)
+{
+	struct pollfd pfd[ADMIN_POLL_FDS + 1];
+	struct pollfd *kick = &pfd[ADMIN_POLL_FDS];
+	int ms = master_timeout_ms(m), n, i, t;
+	struct timespec ts;
+
+	for (i = 0; i < ADMIN_POLL_FDS; i++)
+		pfd[i].fd = -1;
+	if (m->admin != NULL &&
+	    (t = admin_poll_fds(m->admin, pfd)) >= 0 && t < ms)
+		ms = t;
+	kick->fd = m->kick_fd;
+	kick->events = POLLIN;
+	kick->revents = 0;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000;
+	n = ppoll(pfd, ADMIN_POLL_FDS + 1, &ts, waitmask);
+	if (n == -1 && errno != EINTR)
+		log_err("%s: ppoll() failed: %s", __func__, strerror(errno));
+	if (n > 0 && (kick->revents & POLLIN))
+		master_read_kicks(m);
+	/* Deadlines run out with or without events. */
+	if (m->admin != NULL && n >= 0)
+		admin_process(m->admin, pfd, m->cfg, master_fill_status, m);
+}
+
+static void
+master_init(struct master *m, struct config *cfg, struct auth *auth,
+    const char *config_path, int children, struct listen_sock *ls)
+{
+	struct config *own;
+
+	memset(m, 0, sizeof(*m));
+	if ((own = malloc(sizeof(*own))) == NULL ||
+	    (m->auth = malloc(sizeof(*m->auth))) == NULL)
+		fatal("%s: out of memory", __func__);
+	*own = *cfg;		/* reloads replace both */
+	*m->auth = *auth;
+	m->cfg = own;
+	m->config_path = config_path;
+	m->children = children;
+	m->ls = ls;
+	if (conn_listen_prepare(ls->fd) == -1)
+		log_warn("listen socket: receive buffer: %s", strerror(errno));
+	if ((m->sb = scoreboard_create(MASTER_SLOTS)) == NULL)
+		fatal("%s: scoreboard: %s", __func__, strerror(errno));
+	if ((m->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
+		fatal("%s: eventfd: %s", __func__, strerror(errno));
+	m->sb->totals.start_time = (int64_t)time(NULL);
+	notify_init();
+	if (own->status_listen[0] != '\0' &&
+	    (m->admin = admin_open(own)) == NULL)
+		fatal("pm.status_listen %s: cannot listen", own->status_listen);
+}
+
+int
+master_run(struct config *cfg, struct auth *auth, const char *config_path,
+    int children, struct listen_sock *ls)
+{
+	struct master m;
+	sigset_t waitmask;
+	char where[160];
+
+	master_init(&m, cfg, auth, config_path, children, ls);
+	master_signals(&waitmask);
+	log_notice("cfpm %s: %d workers on %s", PACKAGE_VERSION,
+	    m.cfg->max_children, listen_describe(ls, where, sizeof(where)));
+	for (;;) {
+		master_handle_flags(&m);
+		if (m.stop == MASTER_RUNNING)
+			master_maintain(&m);
+		else if (master_count(&m, 0, 0) == 0)
+			break;
+		else if (!m.killed && clock_now_us() >= m.stop_deadline_us) {
+			log_warn("stop timeout: killing %u workers",
+			    master_count(&m, 0, 0));
+			master_signal_all(&m, SIGKILL);
+			m.killed = 1;
+		}
+		master_wait(&m, &waitmask);
+	}
+	admin_close(m.admin);
+	listen_close(ls);
+	scoreboard_destroy(m.sb);
+	close(m.kick_fd);
+	master_free_auth(&m);
+	free(m.cfg);
+	log_notice("stopped");
+	return 0;
+}

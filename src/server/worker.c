@@ -1,0 +1,468 @@
+/*
+ * worker.c: a pool process (child of the master). One libpq connection,
+ * the master's parsed keys, then a loop: wait in epoll for the shared
+ * listen socket (one worker woken per connection, oldest idle first),
+ * accept, read and check the whole request within request_read_timeout
+ * (conn.c), serve it, end the connection, and between requests act on
+ * signals.
+ */
+#include "server/worker.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fcgiapp.h>
+
+#include "server/accesslog.h"
+#include "events/api.h"
+#include "util/arena.h"
+#include "util/clock.h"
+#include "server/conn.h"
+#include "server/db.h"
+#include "util/esc.h"
+#include "server/http.h"
+#include "util/log.h"
+#include "server/sandbox.h"
+
+#define WORKER_DB_RETRY_MS	500	/* idle reconnect check while down */
+#define WORKER_IDLE_CHECK_MS	2000	/* idle look at the socket anyway */
+
+static volatile sig_atomic_t worker_stop, worker_reopen;
+static int worker_epfd = -1;		/* waits for the listen socket */
+static struct db *worker_db;		/* for the terminate timer */
+static sigset_t worker_waitmask;	/* what epoll_pwait lets through */
+static int worker_kick_fd = -1;		/* the master's eventfd */
+
+/*
+ * SIGTERM, SIGQUIT, SIGUSR1 and SIGUSR2 are blocked except while the
+ * worker waits in epoll_pwait(), so they never interrupt a request or
+ * the reading of one. Graceful stop, log reopening and the master's
+ * pokes therefore all take effect between requests.
+ */
+static const int worker_deferred[] = { SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+/* Graceful stop: the loop leaves after the request in progress. */
+static void
+worker_on_stop(int sig)
+{
+	(void)sig;
+	worker_stop = 1;
+}
+
+/* request_terminate_timeout: cancel the statement; the master kills us
+ * only if the request still does not finish. */
+static void
+worker_on_alarm(int sig)
+{
+	(void)sig;
+	if (worker_db != NULL)
+		db_cancel_async(worker_db);
+}
+
+/* SIGUSR2 from the master: only interrupts epoll_wait (see worker_loop). */
+static void
+worker_on_poke(int sig)
+{
+	(void)sig;
+}
+
+static void
+worker_on_usr1(int sig)
+{
+	(void)sig;
+	worker_reopen = 1;
+}
+
+static void
+worker_signals(void)
+{
+	struct sigaction sa;
+	sigset_t block;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = SIG_DFL;
+	sigaction(SIGCHLD, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);		/* fast stop: just die */
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);		/* reload is the master's */
+	sa.sa_flags = SA_RESTART;
+	sa.sa_handler = worker_on_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
+	sa.sa_handler = worker_on_alarm;
+	sigaction(SIGALRM, &sa, NULL);
+	sa.sa_handler = worker_on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = worker_on_poke;
+	sigaction(SIGUSR2, &sa, NULL);
+	sigemptyset(&worker_waitmask);
+	sigemptyset(&block);
+	for (i = 0; i < sizeof(worker_deferred) / sizeof(worker_deferred[0]);
+	    i++)
+		sigaddset(&block, worker_deferred[i]);
+	sigprocmask(SIG_SETMASK, &block, NULL);	/* replaces the master's */
+}
+
+/* pm.max_requests plus up to 10 % jitter, so workers don't recycle at once. */
+static unsigned long long
+worker_request_limit(const struct config *cfg)
+{
+	unsigned long long max = (unsigned long long)cfg->max_requests;
+
+	if (max == 0)
+		return 0;
+	srandom((unsigned)getpid() ^ (unsigned)clock_now_us());
+	return max + (unsigned long long)random() % (max / 10 + 1);
+}
+
+/*
+ * Process CPU time since the previous call: one clock read per request
+ * (CLOCK_PROCESS_CPUTIME_ID is a system call, not a vDSO one). A
+ * request's figure thus includes the wait and accept that led to it,
+ * which is CPU it cost all the same.
+ */
+static int64_t
+worker_cpu_since_last(void)
+{
+	static int64_t last;
+	struct timespec ts;
+	int64_t now, d;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	d = last != 0 ? now - last : 0;
+	last = now;
+	return d;
+}
+
+static void
+worker_timer(int seconds)
+{
+	struct itimerval it;
+
+	memset(&it, 0, sizeof(it));
+	it.it_value.tv_sec = seconds;
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void
+worker_log_access(const struct config *cfg, const struct http_request *r,
+    const struct sb_slot *slot)
+{
+	struct accesslog_entry e;
+
+	if (cfg->access_log[0] == '\0')
+		return;
+	e.method = r->method;
+	e.path = r->path;
+	e.path_len = r->path_len;
+	e.request_id = r->request_id;
+	e.status = r->status;
+	e.duration_us = slot->last_duration_us;
+	e.cpu_us = slot->last_cpu_us;
+	e.pid = slot->pid;
+	e.time = (int64_t)time(NULL);
+	accesslog_write(cfg->access_format, &e);
+}
+
+/* The scoreboard's copy of a request field: truncated, NUL-terminated. */
+static void
+worker_copy(char *dst, size_t cap, const char *src, size_t len)
+{
+	if (len >= cap)
+		len = cap - 1;
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
+static void
+worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
+    struct sb_slot *slot)
+{
+	struct http_request r;
+	int timeout = ctx->cfg->request_terminate_timeout;
+
+	slot->slow_logged = 0;
+	slot->req_start_us = clock_now_us();
+	slot->state = SB_READING;
+	if (timeout > 0)
+		worker_timer(timeout);
+	http_request_init(&r, req);
+	worker_copy(slot->method, sizeof(slot->method), r.method,
+	    strlen(r.method));
+	worker_copy(slot->uri, sizeof(slot->uri), r.path, r.path_len);
+	db_watch_client(ctx->db, http_client_fd(&r));
+	if (api_handle(ctx, &r) == -1 || db_client_gone(ctx->db)) {
+		/* Client bytes: escaped (esc.h) and bounded. */
+		char m[ESC_SIZE(sizeof(slot->method))];
+		char p[ESC_SIZE(sizeof(slot->uri))];
+
+		esc_text(m, sizeof(m), r.method, strlen(r.method));
+		esc_text(p, sizeof(p), r.path, r.path_len);
+		log_info("%s %s: client went away%s", m, p,
+		    db_client_gone(ctx->db) ? "; statement cancelled" : "");
+	}
+	db_watch_client(ctx->db, -1);
+	if (timeout > 0)
+		worker_timer(0);
+	slot->last_duration_us = clock_now_us() - slot->req_start_us;
+	slot->last_cpu_us = worker_cpu_since_last();
+	slot->last_status = r.status;
+	slot->req_start_us = 0;
+	slot->state = SB_IDLE;
+	slot->requests++;
+	slot->db_ok = db_is_up(ctx->db);
+	if (slot->db_ok)
+		slot->ready = 1;
+	scoreboard_count(sb, r.status);
+	worker_log_access(ctx->cfg, &r, slot);
+}
+
+/*
+ * Wakes the master's loop now rather than at its next tick, to look at
+ * the scoreboard. Not a signal: a worker that gave up root may not
+ * signal its root master.
+ */
+static void
+worker_kick_master(void)
+{
+	uint64_t one = 1;
+
+	if (write(worker_kick_fd, &one, sizeof(one)) == -1) {
+		/* EAGAIN: kicks pending already; the master looks anyway */
+	}
+}
+
+/* SIGUSR1: checked as soon as a request arrives, before it logs. */
+static void
+worker_reopen_logs(void)
+{
+	if (!worker_reopen)
+		return;
+	worker_reopen = 0;
+	if (log_reopen() == -1 || accesslog_reopen() == -1)
+		log_err("reopening logs failed: %s", strerror(errno));
+}
+
+static void
+worker_between_requests(struct sb_slot *slot, unsigned long long limit)
+{
+	/* Recycling: keep serving until the master has a replacement. */
+	if (limit != 0 && slot->requests >= limit && !slot->retire) {
+		log_info("pm.max_requests reached after %llu requests",
+		    (unsigned long long)slot->requests);
+		slot->retire = 1;
+		worker_kick_master();
+	}
+}
+
+/*
+ * Which idle worker takes the next connection. Every worker registers the
+ * (non-blocking) listen socket in its own epoll set with EPOLLEXCLUSIVE:
+ * the kernel wakes one waiter per connection, and it walks the socket's
+ * wait queue in registration order, skipping workers that are busy. So
+ * the longest-lived idle worker always goes first and a large pool on few
+ * cores keeps a small hot set of processes (and of PostgreSQL backends)
+ * instead of cycling through all of them as blocking accept() does.
+ */
+static int
+worker_epoll_init(int listen_fd)
+{
+	struct epoll_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+	ev.data.fd = listen_fd;
+	if ((worker_epfd = epoll_create1(EPOLL_CLOEXEC)) == -1 ||
+	    epoll_ctl(worker_epfd, EPOLL_CTL_ADD, listen_fd, &ev) == -1) {
+		log_err("%s: epoll: %s", __func__, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Returns 1 when a connection may be waiting (the caller tries a
+ * non-blocking accept), 0 to look at the flags.
+ * A wake-up goes to one worker only, and only that worker's epoll set
+ * learns of it; if that worker exits instead of accepting (it was being
+ * retired), the others would sleep on with a connection queued. So the
+ * master pokes the idle workers with SIGUSR2 whenever a worker exits, and
+ * a poked (or timed-out) wait also tries accept(): EAGAIN costs nothing.
+ * While the database is down the wait is short, so an idle worker keeps
+ * trying to connect and the pool becomes ready when PostgreSQL appears
+ * even with no traffic at all.
+ */
+/*
+ * Keeps the database socket in the epoll set (not exclusive), so an idle
+ * worker learns at once when PostgreSQL goes away (a restart closes every
+ * connection) and reconnects before the next request needs it.
+ */
+static void
+worker_watch_db(struct db *db)
+{
+	static unsigned watched;	/* connection id in the set */
+	struct epoll_event ev;
+	unsigned id;
+	int fd = db_socket(db, &id);
+
+	if (fd == -1 || id == watched)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.fd = fd;
+	/* The old socket left the set when libpq closed it. */
+	if (epoll_ctl(worker_epfd, EPOLL_CTL_ADD, fd, &ev) == 0)
+		watched = id;
+}
+
+static int
+worker_wait_conn(struct db *db, int listen_fd, struct sb_slot *slot)
+{
+	struct epoll_event ev[2];
+	int down, n, i, conn = 0;
+
+	worker_watch_db(db);
+	down = !db_is_up(db);
+	n = epoll_pwait(worker_epfd, ev, 2, down ? WORKER_DB_RETRY_MS :
+	    WORKER_IDLE_CHECK_MS, &worker_waitmask);
+	if (worker_stop)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (ev[i].data.fd == listen_fd)
+			conn = 1;
+		else
+			db_idle_check(db);
+	}
+	if (!db_is_up(db) && db_usable(db))
+		slot->db_ok = slot->ready = 1;
+	slot->db_ok = db_is_up(db);
+	/* Poked or timed out: look at the socket anyway (EAGAIN is cheap). */
+	return conn || n <= 0;
+}
+
+/* accept4 errors that concern one connection, not the socket. */
+static int
+worker_accept_transient(int err)
+{
+	return err == EAGAIN || err == EINTR || err == ECONNABORTED ||
+	    err == EPROTO || err == EPERM || err == ENOBUFS || err == ENOMEM;
+}
+
+static void
+worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
+    struct sb_slot *slot, unsigned long long limit)
+{
+	struct conn_policy pol;
+	FCGX_Request req;
+	int fd;
+
+	pol.read_timeout_ms = ctx->cfg->request_read_timeout * 1000;
+	pol.max_conns = (unsigned)ctx->cfg->max_children;
+	/* No listen socket: libfcgi never accepts, conn.c hands it each
+	 * request once it has checked it. */
+	if (FCGX_Init() != 0 || FCGX_InitRequest(&req, -1, 0) != 0) {
+		log_err("%s: libfcgi initialisation failed", __func__);
+		return;
+	}
+	if (worker_epoll_init(listen_fd) == -1)
+		return;
+	if (conn_init() == -1) {
+		log_err("%s: epoll: %s", __func__, strerror(errno));
+		return;
+	}
+	slot->state = SB_IDLE;
+	(void)worker_cpu_since_last();	/* the first request counts from here */
+	worker_kick_master();		/* ready: a replacement may retire one */
+	while (!worker_stop) {
+		slot->state = SB_IDLE;
+		if (!worker_wait_conn(ctx->db, listen_fd, slot))
+			continue;
+		if ((fd = conn_accept(listen_fd)) == -1) {
+			/* Another worker was quicker: EAGAIN, wait again. */
+			if (worker_accept_transient(errno))
+				continue;
+			log_err("%s: accept failed: %s", __func__,
+			    strerror(errno));
+			break;
+		}
+		slot->state = SB_READING;
+		worker_reopen_logs();
+		if (!conn_read_request(fd, &req, &pol))
+			continue;
+		worker_serve(ctx, &req, sb, slot);
+		conn_finish(&req);
+		worker_between_requests(slot, limit);
+	}
+	slot->state = SB_EXITING;
+	FCGX_Free(&req, 1);
+}
+
+/*
+ * The order matters. The access log is opened while still root (its
+ * directory may be root's); the identity is then given up at once,
+ * before anything reads a byte from a client or the database; the parent
+ * death signal is set only after that, because changing credentials
+ * clears it; the filter comes last, once everything that needs more than
+ * serving requests (connecting, preparing, loading libraries) has run.
+ */
+void
+worker_main(const struct worker_args *args)
+{
+	struct sb_slot *slot = &args->sb->slots[args->slot];
+	char err[CONFIG_ERR_LEN];
+	struct sandbox_ids ids;
+	struct api_ctx ctx;
+	int code = 1;
+
+	log_set_role("worker");
+	memset(&ctx, 0, sizeof(ctx));
+	worker_kick_fd = args->kick_fd;
+	if (accesslog_open(args->cfg->access_log) == -1)
+		log_err("access.log %s: %s", args->cfg->access_log,
+		    strerror(errno));
+	if (sandbox_resolve(args->cfg, "worker", &ids, err) == -1) {
+		log_err("%s", err);	/* the master backs off */
+		goto done;
+	}
+	if (sandbox_drop(&ids) == -1)
+		goto done;
+	worker_signals();
+	/* Die with the master: a pool without its master serves nobody. */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 ||
+	    getppid() != args->master)
+		_exit(1);
+	arena_install();		/* jansson's trees: see arena.h */
+	ctx.cfg = args->cfg;
+	ctx.auth = args->auth;		/* parsed once, by the master */
+	ctx.slot = slot;
+	if (api_init(&ctx) == -1 || (ctx.db = db_open(args->cfg->db_conninfo))
+	    == NULL) {
+		log_err("%s: out of memory", __func__);
+		goto done;
+	}
+	worker_db = ctx.db;
+	slot->db_ok = slot->ready = db_is_up(ctx.db);
+	if (args->cfg->worker_seccomp && sandbox_filter(args->master) == -1)
+		goto done;
+	worker_loop(&ctx, args->listen_fd, args->sb, slot,
+	    worker_request_limit(args->cfg));
+	code = 0;
+done:
+	worker_db = NULL;
+	db_close(ctx.db);
+	api_free(&ctx);
+	exit(code);
+}

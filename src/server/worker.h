@@ -1,0 +1,34 @@
+/*
+ * worker.h: one pool process: its database connection, its keys, and the
+ * FastCGI accept loop. Runs only in a child forked by the master.
+ */
+#ifndef CFPM_WORKER_H
+#define CFPM_WORKER_H
+
+#include <sys/types.h>
+
+#include "events/auth.h"
+#include "util/config.h"
+#include "server/scoreboard.h"
+
+/* What the master gives a new worker; all of it inherited across fork. */
+struct worker_args {
+	const struct config	*cfg;
+	const struct auth	*auth;		/* keys parsed by the master */
+	int			 listen_fd;
+	struct scoreboard	*sb;
+	int			 slot;		/* index in sb->slots */
+	pid_t			 master;
+	int			 kick_fd;	/* eventfd: a write wakes the
+						   master's loop */
+};
+
+/*
+ * Becomes a worker: resets signals, connects to PostgreSQL
+ * (after the fork, never before), then serves requests until told to stop
+ * or pm.max_requests is reached. Never returns: exits 0 on a normal stop,
+ * 1 when it cannot start (the master backs off before respawning).
+ */
+void worker_main(const struct worker_args *args) __attribute__((noreturn));
+
+#endif

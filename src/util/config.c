@@ -1,0 +1,413 @@
+/*
+ * config.c: parse the PHP-FPM-like configuration text (PURE: no I/O).
+ * A directive table maps each key to a parser and a field; main.c reads
+ * the file and hands the bytes in, so this module is unit-testable.
+ */
+#include "util/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct config_directive;
+typedef int (*config_setter)(struct config *, const struct config_directive *,
+    const char *, char *, size_t);
+
+struct config_choice {
+	const char	*name;
+	int		 value;
+};
+
+struct config_directive {
+	const char	*key;
+	config_setter	 set;
+	size_t		 offset;	/* field in struct config */
+	size_t		 size;		/* its size (integers) */
+	long long	 min, max;	/* for integers */
+	const struct config_choice *choices;	/* for keywords */
+};
+
+#define CFG_FIELD(f)	offsetof(struct config, f), sizeof(((struct config *)0)->f)
+#define CFG_PTR(cfg, d)	((char *)(cfg) + (d)->offset)
+
+static int
+cfg_set_string(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	(void)why;
+	(void)whylen;
+	/* The caller has already checked the length against the field. */
+	snprintf(CFG_PTR(cfg, d), CONFIG_MAX_VALUE, "%s", value);
+	return 0;
+}
+
+static int
+cfg_parse_ll(const struct config_directive *d, const char *value,
+    long long *out, char *why, size_t whylen)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(value, &end, 10);
+	if (value[0] == '\0' || *end != '\0' || errno == ERANGE) {
+		snprintf(why, whylen, "%s: \"%s\" is not an integer", d->key,
+		    value);
+		return -1;
+	}
+	if (v < d->min || v > d->max) {
+		snprintf(why, whylen, "%s: %lld is out of range %lld..%lld",
+		    d->key, v, d->min, d->max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int
+cfg_set_integer(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	long long v;
+
+	if (cfg_parse_ll(d, value, &v, why, whylen) == -1)
+		return -1;
+	if (d->size == sizeof(int))
+		*(int *)CFG_PTR(cfg, d) = (int)v;
+	else
+		*(int64_t *)CFG_PTR(cfg, d) = (int64_t)v;
+	return 0;
+}
+
+/* Durations accept a plain number of seconds or an s/m/h suffix (FPM). */
+static int
+cfg_set_seconds(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	char num[32];
+	size_t len = strlen(value);
+	long long mult = 1, v;
+
+	if (len == 0 || len >= sizeof(num)) {
+		snprintf(why, whylen, "%s: \"%s\" is not a duration", d->key,
+		    value);
+		return -1;
+	}
+	memcpy(num, value, len + 1);
+	switch (num[len - 1]) {
+	case 's': mult = 1; num[--len] = '\0'; break;
+	case 'm': mult = 60; num[--len] = '\0'; break;
+	case 'h': mult = 3600; num[--len] = '\0'; break;
+	}
+	if (cfg_parse_ll(d, num, &v, why, whylen) == -1)
+		return -1;
+	if (v * mult > d->max) {
+		snprintf(why, whylen, "%s: %s is longer than %llds", d->key,
+		    value, d->max);
+		return -1;
+	}
+	*(int *)CFG_PTR(cfg, d) = (int)(v * mult);
+	return 0;
+}
+
+static int
+cfg_set_mode(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(value, &end, 8);
+	if (value[0] == '\0' || *end != '\0' || errno == ERANGE || v > 07777) {
+		snprintf(why, whylen, "%s: \"%s\" is not an octal mode",
+		    d->key, value);
+		return -1;
+	}
+	*(mode_t *)CFG_PTR(cfg, d) = (mode_t)v;
+	return 0;
+}
+
+/* Keyword settings: the value must be one of d->choices. */
+static int
+cfg_set_choice(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	const struct config_choice *c;
+	size_t n = 0;
+
+	for (c = d->choices; c->name != NULL; c++) {
+		if (strcmp(value, c->name) == 0) {
+			*(int *)CFG_PTR(cfg, d) = c->value;
+			return 0;
+		}
+	}
+	n = (size_t)snprintf(why, whylen, "%s: expected", d->key);
+	for (c = d->choices; c->name != NULL && n < whylen; c++)
+		n += (size_t)snprintf(why + n, whylen - n, "%s %s",
+		    c == d->choices ? "" : (c[1].name ? "," : " or"), c->name);
+	return -1;
+}
+
+static const struct config_choice cfg_pm_choices[] = {
+	{ "static", 0 }, { NULL, 0 },
+};
+static const struct config_choice cfg_errors_choices[] = {
+	{ "rfc6750", CONFIG_AUTH_RFC6750 }, { "compat", CONFIG_AUTH_COMPAT },
+	{ NULL, 0 },
+};
+static const struct config_choice cfg_typ_choices[] = {
+	{ "lenient", 0 }, { "strict", 1 }, { NULL, 0 },
+};
+static const struct config_choice cfg_onoff_choices[] = {
+	{ "on", 1 }, { "off", 0 }, { NULL, 0 },
+};
+static const struct config_choice cfg_level_choices[] = {
+	{ "error", CONFIG_LOG_ERROR }, { "warning", CONFIG_LOG_WARNING },
+	{ "notice", CONFIG_LOG_NOTICE }, { "info", CONFIG_LOG_INFO },
+	{ "debug", CONFIG_LOG_DEBUG }, { NULL, 0 },
+};
+
+#define CFG_STRING(k, f)	{ k, cfg_set_string, CFG_FIELD(f), 0, 0, NULL }
+#define CFG_INT(k, f, lo, hi)	{ k, cfg_set_integer, CFG_FIELD(f), lo, hi, NULL }
+#define CFG_SECONDS(k, f)	{ k, cfg_set_seconds, CFG_FIELD(f), 0, 86400, NULL }
+#define CFG_MODE(k, f)		{ k, cfg_set_mode, CFG_FIELD(f), 0, 0, NULL }
+#define CFG_CHOICE(k, f, c)	{ k, cfg_set_choice, CFG_FIELD(f), 0, 0, c }
+
+static const struct config_directive config_directives[] = {
+	CFG_STRING("listen", listen),
+	CFG_INT("listen.backlog", listen_backlog, 1, 65535),
+	CFG_STRING("listen.owner", listen_owner),
+	CFG_STRING("listen.group", listen_group),
+	CFG_MODE("listen.mode", listen_mode),
+	CFG_CHOICE("pm", pm, cfg_pm_choices),
+	CFG_INT("pm.max_children", max_children, 1, CONFIG_MAX_CHILDREN),
+	CFG_INT("pm.max_requests", max_requests, 0, INT64_MAX),
+	CFG_SECONDS("request_terminate_timeout", request_terminate_timeout),
+	CFG_SECONDS("request_slowlog_timeout", request_slowlog_timeout),
+	CFG_SECONDS("process_control_timeout", process_control_timeout),
+	{ "request_read_timeout", cfg_set_seconds,
+	    CFG_FIELD(request_read_timeout), 1, 3600, NULL },
+	CFG_STRING("pm.status_listen", status_listen),
+	CFG_STRING("pm.status_listen.owner", status_owner),
+	CFG_STRING("pm.status_listen.group", status_group),
+	CFG_MODE("pm.status_listen.mode", status_mode),
+	CFG_STRING("pm.status_path", status_path),
+	CFG_STRING("ping.path", ping_path),
+	CFG_STRING("ping.response", ping_response),
+	CFG_STRING("db.conninfo", db_conninfo),
+	CFG_STRING("auth.issuer", auth_issuer),
+	CFG_STRING("auth.audience", auth_audience),
+	CFG_STRING("auth.key_file", auth_key_file),
+	CFG_STRING("auth.key_id", auth_key_id),
+	CFG_INT("auth.leeway", auth_leeway, 0, 3600),
+	CFG_CHOICE("auth.errors", auth_errors, cfg_errors_choices),
+	CFG_CHOICE("auth.typ", auth_typ_strict, cfg_typ_choices),
+	CFG_STRING("error_log", error_log),
+	CFG_CHOICE("log_level", log_level, cfg_level_choices),
+	CFG_STRING("access.log", access_log),
+	CFG_STRING("access.format", access_format),
+	CFG_STRING("user", user),
+	CFG_STRING("group", group),
+	CFG_CHOICE("worker.seccomp", worker_seccomp, cfg_onoff_choices),
+};
+
+void
+config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->pool_name, sizeof(cfg->pool_name), "cfpm");
+	snprintf(cfg->listen, sizeof(cfg->listen), "/run/cfpm/cfpm.sock");
+	cfg->listen_backlog = 511;
+	cfg->listen_mode = 0660;
+	cfg->status_mode = 0660;
+	cfg->worker_seccomp = 1;
+	cfg->max_children = 8;
+	cfg->process_control_timeout = 10;
+	cfg->request_read_timeout = 10;
+	snprintf(cfg->ping_response, sizeof(cfg->ping_response), "pong");
+	snprintf(cfg->error_log, sizeof(cfg->error_log), "stderr");
+	snprintf(cfg->access_format, sizeof(cfg->access_format), "%s",
+	    CONFIG_DEFAULT_ACCESS_FORMAT);
+	cfg->log_level = CONFIG_LOG_NOTICE;
+	cfg->auth_errors = CONFIG_AUTH_RFC6750;
+}
+
+static char *
+cfg_trim(char *s)
+{
+	char *end;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t' ||
+	    end[-1] == '\r'))
+		*--end = '\0';
+	return s;
+}
+
+/*
+ * A value in double quotes loses them; inside, \" and \\ stand for " and
+ * \. A quote at one end only is an error.
+ */
+static int
+cfg_unquote(char **value, char *why, size_t whylen)
+{
+	char *v = *value, *in, *out;
+	size_t len = strlen(v);
+
+	if (len == 0 || (v[0] != '"' && v[len - 1] != '"'))
+		return 0;
+	if (len < 2 || v[0] != '"' || v[len - 1] != '"' ||
+	    (len > 2 && v[len - 2] == '\\' && (len < 4 || v[len - 3] != '\\'))) {
+		snprintf(why, whylen, "unbalanced quotes");
+		return -1;
+	}
+	v[len - 1] = '\0';
+	for (in = out = v + 1; *in != '\0'; in++) {
+		if (*in == '\\' && (in[1] == '"' || in[1] == '\\'))
+			in++;
+		else if (*in == '"') {
+			snprintf(why, whylen, "unescaped quote inside quotes");
+			return -1;
+		}
+		*out++ = *in;
+	}
+	*out = '\0';
+	*value = v + 1;
+	return 0;
+}
+
+static const struct config_directive *
+cfg_lookup(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(config_directives) /
+	    sizeof(config_directives[0]); i++)
+		if (strcmp(config_directives[i].key, key) == 0)
+			return &config_directives[i];
+	return NULL;
+}
+
+/* "[name]": one pool, so a section other than [global] names it. */
+static int
+cfg_section(struct config *cfg, const char *line, char *why, size_t whylen)
+{
+	size_t n = strlen(line);
+
+	if (n < 3 || line[n - 1] != ']') {
+		snprintf(why, whylen, "unterminated section header");
+		return -1;
+	}
+	if (n - 2 != 6 || strncmp(line + 1, "global", 6) != 0)
+		snprintf(cfg->pool_name, sizeof(cfg->pool_name), "%.*s",
+		    (int)(n - 2), line + 1);
+	return 0;
+}
+
+/* One line, NUL-terminated and without its newline. */
+static int
+cfg_line(struct config *cfg, char *line, char *why, size_t whylen)
+{
+	const struct config_directive *d;
+	char *key, *value, *eq;
+
+	key = cfg_trim(line);
+	if (key[0] == '\0' || key[0] == ';' || key[0] == '#')
+		return 0;
+	if (key[0] == '[')
+		return cfg_section(cfg, key, why, whylen);
+	if ((eq = strchr(key, '=')) == NULL) {
+		snprintf(why, whylen, "expected \"key = value\"");
+		return -1;
+	}
+	*eq = '\0';
+	key = cfg_trim(key);
+	value = cfg_trim(eq + 1);
+	if (cfg_unquote(&value, why, whylen) == -1)
+		return -1;
+	if ((d = cfg_lookup(key)) == NULL) {
+		snprintf(why, whylen, "unknown key \"%.64s\"", key);
+		return -1;
+	}
+	if (strlen(value) >= CONFIG_MAX_VALUE) {
+		snprintf(why, whylen, "%s: value longer than %d bytes", key,
+		    CONFIG_MAX_VALUE - 1);
+		return -1;
+	}
+	return d->set(cfg, d, value, why, whylen);
+}
+
+int
+config_parse(struct config *cfg, const char *name, const char *text,
+    size_t len, char *err)
+{
+	char line[CONFIG_MAX_LINE], why[CONFIG_ERR_LEN / 2];
+	size_t pos = 0, n;
+	const char *nl;
+	int lineno = 0;
+
+	while (pos < len) {
+		lineno++;
+		nl = memchr(text + pos, '\n', len - pos);
+		n = nl ? (size_t)(nl - (text + pos)) : len - pos;
+		if (n >= sizeof(line)) {
+			snprintf(err, CONFIG_ERR_LEN, "%s:%d: line longer than %d"
+			    " bytes", name, lineno, CONFIG_MAX_LINE - 1);
+			return -1;
+		}
+		if (memchr(text + pos, '\0', n) != NULL) {
+			snprintf(err, CONFIG_ERR_LEN, "%s:%d: NUL byte", name,
+			    lineno);
+			return -1;
+		}
+		memcpy(line, text + pos, n);
+		line[n] = '\0';
+		pos += n + 1;
+		if (cfg_line(cfg, line, why, sizeof(why)) == -1) {
+			snprintf(err, CONFIG_ERR_LEN, "%s:%d: %s", name, lineno,
+			    why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+config_validate(const struct config *cfg, const char *name, char *err)
+{
+	static const struct {
+		size_t offset;
+		const char *key;
+	} required[] = {
+		{ offsetof(struct config, listen), "listen" },
+		{ offsetof(struct config, auth_issuer), "auth.issuer" },
+		{ offsetof(struct config, auth_audience), "auth.audience" },
+		{ offsetof(struct config, auth_key_file), "auth.key_file" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+		if (((const char *)cfg + required[i].offset)[0] == '\0') {
+			snprintf(err, CONFIG_ERR_LEN, "%s: %s is not set", name,
+			    required[i].key);
+			return -1;
+		}
+	}
+	if (cfg->ping_path[0] != '\0' && cfg->ping_path[0] != '/') {
+		snprintf(err, CONFIG_ERR_LEN, "%s: ping.path must start with /",
+		    name);
+		return -1;
+	}
+	if (cfg->status_path[0] != '\0' && cfg->status_path[0] != '/') {
+		snprintf(err, CONFIG_ERR_LEN,
+		    "%s: pm.status_path must start with /", name);
+		return -1;
+	}
+	return 0;
+}
