@@ -1,7 +1,9 @@
 /*
  * main.c: cfpm's entry point (master process, before the pool exists).
  * Parses argv, loads and checks the configuration (the workers' user
- * included), obtains the listen socket, and hands over to master_run().
+ * included), obtains the listen socket, and hands over to master_run()
+ * with the applications cfpm is built with: the only place that knows
+ * both the server and them.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -10,15 +12,21 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util/config.h"
+#include "events/events.h"
+#include "hello/hello.h"
 #include "server/listen.h"
-#include "util/log.h"
 #include "server/master.h"
 #include "server/sandbox.h"
+#include "util/config.h"
+#include "util/log.h"
 
 #ifndef CFPM_DEFAULT_CONFIG
 #define CFPM_DEFAULT_CONFIG	"/etc/cfpm/cfpm.conf"
 #endif
+
+/* What "app =" may name; the first is the default's (config.c). */
+static const struct app *const main_apps[] = { &events_app, &hello_app,
+    NULL };
 
 static const struct option main_options[] = {
 	{ "config", required_argument, NULL, 'c' },
@@ -121,7 +129,8 @@ main(int argc, char *argv[])
 	struct listen_spec spec;
 	struct listen_sock ls;
 	struct sandbox_ids ids;
-	struct auth auth;
+	const struct app *app;
+	void *shared = NULL;
 	int ch, test = 0, children = 0, rc;
 
 	while ((ch = getopt_long(argc, argv, "c:n:tFRhv", main_options,
@@ -142,8 +151,8 @@ main(int argc, char *argv[])
 		return 2;
 	}
 	/* master_load_config refuses a bad user; resolved again for ids */
-	if (master_load_config(&cfg, test ? NULL : &auth, path, children,
-	    err) == -1 || main_check_owners(&cfg, path, err) == -1 ||
+	if (master_load_config(&cfg, main_apps, &app, test ? NULL : &shared,
+	    path, children, err) == -1 || main_check_owners(&cfg, path, err) == -1 ||
 	    sandbox_resolve(&cfg, path, &ids, err) == -1) {
 		fprintf(stderr, "cfpm: %s\n", err);
 		return 1;
@@ -164,5 +173,5 @@ main(int argc, char *argv[])
 		return 1;
 	if (rc == 0 && listen_bind(&ls, &spec) == -1)
 		return 1;
-	return master_run(&cfg, &auth, path, children, &ls);
+	return master_run(&cfg, main_apps, app, shared, path, children, &ls);
 }

@@ -1,6 +1,6 @@
 /*
- * api.c: routes and handlers for /auth, /events, /events/{id}, /health
- * and the ping path (worker). Replies are built in the worker's buffer.
+ * api.c: routes and handlers for /auth, /events, /events/{id} and /health
+ * (worker). Replies are rendered (render.c) into the worker's buffer.
  */
 #include "events/api.h"
 
@@ -12,10 +12,11 @@
 
 #include <jansson.h>
 
-#include "util/buf.h"
-#include "util/clock.h"
-#include "util/esc.h"
 #include "events/jsonbody.h"
+#include "events/render.h"
+#include "events/store.h"
+#include "util/buf.h"
+#include "util/esc.h"
 #include "util/log.h"
 
 #define API_JSON		"application/json"
@@ -44,60 +45,26 @@ api_free(struct api_ctx *ctx)
 	ctx->body = ctx->out = NULL;
 }
 
-/* A JSON string literal; the input is UTF-8 without NUL. */
-static void
-buf_json_string(struct buf *b, const char *s, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	char esc[6] = { '\\', 'u', '0', '0', 0, 0 };
-	size_t i, run = 0;
-	unsigned char c;
-
-	buf_add(b, "\"", 1);
-	for (i = 0; i < n; i++) {
-		c = (unsigned char)s[i];
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		buf_add(b, s + run, i - run);
-		run = i + 1;
-		if (c == '"' || c == '\\') {
-			esc[1] = (char)c;
-			buf_add(b, esc, 2);
-			esc[1] = 'u';
-		} else {
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			buf_add(b, esc, 6);
-		}
-	}
-	buf_add(b, s + run, n - run);
-	buf_add(b, "\"", 1);
-}
-
 static int
-api_send(struct http_request *r, int status, const char *headers,
-    const char *body)
+api_send(struct http_request *r, int status, const char *body)
 {
-	return http_reply(r, status, API_JSON, headers, body, strlen(body));
+	return http_reply(r, status, API_JSON, NULL, body, strlen(body));
 }
 
 static int
 api_error(struct http_request *r, int status, const char *code,
     const char *headers)
 {
-	char body[64];
-
-	snprintf(body, sizeof(body), "{\"error\":\"%s\"}", code);
-	return api_send(r, status, headers, body);
+	return http_error(r, status, code, headers);
 }
 
 static int
 api_method_not_allowed(struct http_request *r, const char *allow)
 {
-	char headers[64];
+	struct http_answer a;
 
-	snprintf(headers, sizeof(headers), "Allow: %s\r\n", allow);
-	return api_error(r, 405, "method_not_allowed", headers);
+	http_answer_not_allowed(&a, allow);
+	return http_send(r, &a);
 }
 
 /* Maps an auth outcome to HTTP: the one place that knows both profiles. */
@@ -139,7 +106,7 @@ api_authorize(struct api_ctx *ctx, struct http_request *r, const char *scope,
 	enum auth_result res;
 	enum jwt_err why;
 
-	ctx->slot->state = SB_AUTH;
+	http_phase(r, HTTP_PHASE_AUTH);
 	res = auth_check(ctx->auth, r->authorization, scope, time(NULL),
 	    claims, &why);
 	if (res == AUTH_OK)
@@ -153,24 +120,20 @@ api_authorize(struct api_ctx *ctx, struct http_request *r, const char *scope,
 /*
  * Maps a database outcome to HTTP. Nothing here is logged per request:
  * db.c logs the connection's losses and returns, the master the pool's
- * (from the reason left in this worker's slot), and the other outcomes
- * go through log_flood.
+ * (from the reason the worker leaves in its slot), and the other
+ * outcomes go through log_flood.
  */
 static int
 api_db_error(struct api_ctx *ctx, struct http_request *r, enum db_status st)
 {
 	static struct log_flood canceled, refused, failed;
-	struct sb_slot *slot = ctx->slot;
 	const char *e = db_last_error(ctx->db);
 	char msg[ESC_SIZE(API_MAX_LOGGED_ERROR)];
 
+	if (st == DB_UNAVAILABLE)
+		return api_error(r, 503, "unavailable", NULL);
 	/* The server's message may quote the request's values. */
 	esc_text(msg, sizeof(msg), e, strnlen(e, API_MAX_LOGGED_ERROR));
-	if (st == DB_UNAVAILABLE) {
-		snprintf(slot->db_error, sizeof(slot->db_error), "%s", msg);
-		slot->db_error_us = clock_now_us();
-		return api_error(r, 503, "unavailable", NULL);
-	}
 	if (st == DB_CANCELED) {
 		(void)log_flood(&canceled, CONFIG_LOG_WARNING, "database "
 		    "statement cancelled: %s", msg);
@@ -196,11 +159,7 @@ api_get_auth(struct api_ctx *ctx, struct http_request *r)
 	if (!api_authorize(ctx, r, API_SCOPE_READ, &claims, &rc))
 		return rc;
 	buf_init(&b, ctx->out, API_MAX_REPLY);
-	buf_str(&b, "{\"sub\":");
-	buf_json_string(&b, claims.sub, strlen(claims.sub));
-	buf_str(&b, ",\"scope\":");
-	buf_json_string(&b, claims.scope, strlen(claims.scope));
-	buf_str(&b, "}");
+	render_claims(&b, claims.sub, claims.scope);
 	if (b.overflow)
 		return api_error(r, 500, "server_error", NULL);
 	return http_reply(r, 200, API_JSON, NULL, b.p, b.len);
@@ -229,31 +188,10 @@ api_parse_id(const char *s, size_t len, int64_t *id)
 	return 0;
 }
 
-static void
-buf_timestamp(struct buf *b, int64_t us)
-{
-	int64_t secs = us / 1000000, frac = us % 1000000;
-	time_t t;
-	struct tm tm;
-
-	if (frac < 0) {
-		frac += 1000000;
-		secs--;
-	}
-	t = (time_t)secs;
-	if (gmtime_r(&t, &tm) == NULL) {
-		b->overflow = 1;
-		return;
-	}
-	buf_printf(b, "\"%04d-%02d-%02dT%02d:%02d:%02d.%06dZ\"",
-	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, (int)frac);
-}
-
 /*
  * GET /events/{id} must return every row POST /events accepted, whole:
  * the payload (jsonbody.c bounds its jsonb output), the kind (from the
- * body; buf_json_string() makes at most 6 bytes of a character the body
+ * body; render_json_string() makes at most 6 bytes of a character the body
  * spelled in 2 or more, "\n" -> "\u000a"), the subject (the token's sub,
  * 6 bytes per byte at most) and the fixed text around them.
  */
@@ -261,28 +199,13 @@ buf_timestamp(struct buf *b, int64_t us)
 _Static_assert(JSONBODY_MAX_RENDERED + 3 * HTTP_MAX_BODY + 6 * JWT_MAX_SUB +
     API_REPLY_FIXED <= API_MAX_REPLY, "an accepted event fits a GET reply");
 
-static void
-buf_event(struct buf *b, const struct db_event *ev)
-{
-	buf_printf(b, "{\"id\":%lld,\"subject\":", (long long)ev->id);
-	buf_json_string(b, ev->subject, ev->subject_len);
-	buf_str(b, ",\"kind\":");
-	buf_json_string(b, ev->kind, ev->kind_len);
-	/* payload is jsonb output: already valid JSON, embedded verbatim. */
-	buf_str(b, ",\"payload\":");
-	buf_add(b, ev->payload, ev->payload_len);
-	buf_str(b, ",\"created_at\":");
-	buf_timestamp(b, ev->created_us);
-	buf_str(b, "}");
-}
-
 static int
 api_get_event(struct api_ctx *ctx, struct http_request *r, const char *id_s,
     size_t id_len)
 {
 	struct buf b;
 	struct jwt_claims claims;
-	struct db_event ev;
+	struct store_event ev;
 	enum db_status st;
 	int64_t id;
 	int rc;
@@ -291,18 +214,18 @@ api_get_event(struct api_ctx *ctx, struct http_request *r, const char *id_s,
 		return rc;
 	if (api_parse_id(id_s, id_len, &id) == -1)
 		return api_error(r, 404, "not_found", NULL);
-	ctx->slot->state = SB_DB;
-	st = db_read_event(ctx->db, id, claims.sub, &ev);
+	http_phase(r, HTTP_PHASE_DB);
+	st = store_read_event(ctx->db, id, claims.sub, &ev);
 	if (st == DB_NOT_FOUND)
 		return api_error(r, 404, "not_found", NULL);
 	if (st != DB_OK)
 		return api_db_error(ctx, r, st);
 	buf_init(&b, ctx->out, API_MAX_REPLY);
-	buf_event(&b, &ev);
-	db_event_release(&ev);
+	render_event(&b, &ev);
+	store_event_release(&ev);
 	if (b.overflow)
 		return api_error(r, 500, "server_error", NULL);
-	ctx->slot->state = SB_WRITING;
+	http_phase(r, HTTP_PHASE_WRITING);
 	return http_reply(r, 200, API_JSON, NULL, b.p, b.len);
 }
 
@@ -343,7 +266,7 @@ api_post_event(struct api_ctx *ctx, struct http_request *r)
 		return api_error(r, 413, "payload_too_large", NULL);
 	if (!api_is_json_type(r->content_type))
 		return api_error(r, 415, "unsupported_media_type", NULL);
-	ctx->slot->state = SB_READING;
+	http_phase(r, HTTP_PHASE_READING);
 	switch (http_read_body(r, ctx->body, HTTP_MAX_BODY, &len)) {
 	case HTTP_BODY_TOO_LARGE:
 		return api_error(r, 413, "payload_too_large", NULL);
@@ -356,15 +279,15 @@ api_post_event(struct api_ctx *ctx, struct http_request *r)
 		rc = api_error(r, 400, "invalid_request", NULL);
 		goto done;
 	}
-	ctx->slot->state = SB_DB;
-	st = db_insert_event(ctx->db, claims.sub, kind, payload, &id);
+	http_phase(r, HTTP_PHASE_DB);
+	st = store_insert_event(ctx->db, claims.sub, kind, payload, &id);
 	if (st != DB_OK) {
 		rc = api_db_error(ctx, r, st);
 		goto done;
 	}
-	ctx->slot->state = SB_WRITING;
+	http_phase(r, HTTP_PHASE_WRITING);
 	snprintf(body, sizeof(body), "{\"id\":%lld}", (long long)id);
-	rc = api_send(r, 201, NULL, body);
+	rc = api_send(r, 201, body);
 done:
 	free(payload);
 	json_decref(root);
@@ -374,26 +297,16 @@ done:
 static int
 api_health(struct api_ctx *ctx, struct http_request *r)
 {
-	ctx->slot->state = SB_DB;
+	http_phase(r, HTTP_PHASE_DB);
 	if (db_ping(ctx->db) == DB_OK)
-		return api_send(r, 200, NULL, "{\"status\":\"ok\"}");
-	return api_send(r, 503, NULL, "{\"status\":\"unavailable\"}");
-}
-
-static int
-api_ping(struct api_ctx *ctx, struct http_request *r)
-{
-	const char *pong = ctx->cfg->ping_response;
-
-	return http_reply(r, 200, "text/plain", NULL, pong, strlen(pong));
+		return api_send(r, 200, "{\"status\":\"ok\"}");
+	return api_send(r, 503, "{\"status\":\"unavailable\"}");
 }
 
 static int
 api_path_is(const struct http_request *r, const char *path)
 {
-	size_t n = strlen(path);
-
-	return r->path_len == n && memcmp(r->path, path, n) == 0;
+	return http_path_is(r->path, r->path_len, path);
 }
 
 static int
@@ -419,10 +332,6 @@ api_handle(struct api_ctx *ctx, struct http_request *r)
 		    r->path_len - plen) : api_method_not_allowed(r, "GET");
 	if (api_path_is(r, "/health"))
 		return api_is_get(r) ? api_health(ctx, r) :
-		    api_method_not_allowed(r, "GET");
-	if (ctx->cfg->ping_path[0] != '\0' &&
-	    api_path_is(r, ctx->cfg->ping_path))
-		return api_is_get(r) ? api_ping(ctx, r) :
 		    api_method_not_allowed(r, "GET");
 	return api_error(r, 404, "not_found", NULL);
 }

@@ -1,7 +1,9 @@
 /*
  * api.h: the route table and the handlers of the events API (worker).
- * Every handler authenticates first, then looks at the id or the body,
- * and maps auth, validation and database outcomes to HTTP in one place.
+ * /auth and /events handlers authenticate first, then look at the id or
+ * the body; /health needs no token. Auth and database outcomes are
+ * mapped to HTTP in one place each. Phases are reported through
+ * http_phase(), never written to the scoreboard.
  */
 #ifndef CFPM_API_H
 #define CFPM_API_H
@@ -9,10 +11,9 @@
 #include <stddef.h>
 
 #include "events/auth.h"
-#include "util/config.h"
 #include "server/db.h"
 #include "server/http.h"
-#include "server/scoreboard.h"
+#include "util/config.h"
 
 #define API_MAX_REPLY	(1024 * 1024)	/* largest reply body */
 
@@ -21,7 +22,6 @@ struct api_ctx {
 	const struct config	*cfg;
 	const struct auth	*auth;
 	struct db		*db;
-	struct sb_slot		*slot;		/* this worker's scoreboard slot */
 	char			*body;		/* HTTP_MAX_BODY + 1 bytes */
 	char			*out;		/* API_MAX_REPLY bytes */
 };

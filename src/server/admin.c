@@ -151,16 +151,18 @@ admin_send(struct admin_conn *c, unsigned char *out, size_t len)
 	admin_write(c);
 }
 
+/* Frames a as the reply to request id (http.h: the workers' bytes). */
 static void
-admin_respond(struct admin_conn *c, unsigned id, int status,
-    const char *content_type, const char *extra, const char *body,
-    size_t len)
+admin_respond(struct admin_conn *c, unsigned id, const struct http_answer *a)
 {
 	char head[HTTP_MAX_HEAD];
+	const char *body = a->body;
+	size_t len = a->len;
 	unsigned char *out;
 	int hlen;
 
-	hlen = http_head(head, sizeof(head), status, content_type, len, extra);
+	hlen = http_head(head, sizeof(head), a->status, a->content_type, len,
+	    a->headers);
 	if (hlen == -1) {
 		admin_drop(c);
 		return;
@@ -170,21 +172,10 @@ admin_respond(struct admin_conn *c, unsigned id, int status,
 	    out) : 0);
 }
 
-static void
-admin_error(struct admin_conn *c, unsigned id, int status, const char *extra,
-    const char *code)
-{
-	char body[64];
-	size_t n;
-
-	n = (size_t)snprintf(body, sizeof(body), "{\"error\":\"%s\"}", code);
-	admin_respond(c, id, status, "application/json", extra, body, n);
-}
-
 static int
 admin_is(const unsigned char *v, size_t len, const char *s)
 {
-	return len == strlen(s) && memcmp(v, s, len) == 0;
+	return http_path_is((const char *)v, len, s);
 }
 
 /* Method, path and query from REQUEST_METHOD and REQUEST_URI. */
@@ -210,44 +201,56 @@ admin_request(const unsigned char *params, size_t plen, struct admin_req *q)
 	q->query[qlen] = '\0';
 }
 
-/* The status page, the ping path, or an error: admin.h. */
+/* The status page into ans, or 404/405/500 (the workers' replies). */
 static void
-admin_answer(const struct admin_ctx *x, struct admin_conn *c,
-    const struct fcgi_scan *s)
+admin_status_page(const struct admin_ctx *x, const struct admin_req *q,
+    struct http_answer *ans)
 {
 	const struct config *cfg = x->cfg;
 	enum status_format fmt;
 	struct status_view v;
-	struct admin_req q;
-	size_t plen;
 	int full;
 	long n;
 
+	if (cfg->status_path[0] == '\0' ||
+	    !admin_is(q->path, q->path_len, cfg->status_path)) {
+		http_answer_error(ans, 404, "not_found", NULL);
+		return;
+	}
+	if (!admin_is(q->method, q->method_len, "GET") &&
+	    !admin_is(q->method, q->method_len, "HEAD")) {
+		http_answer_not_allowed(ans, "GET, HEAD");
+		return;
+	}
+	status_parse_query(q->query, &fmt, &full);
+	x->fill(&v, x->arg);
+	n = status_render(&v, fmt, full, x->a->page, sizeof(x->a->page));
+	if (n < 0) {
+		http_answer_error(ans, 500, "server_error", NULL);
+		return;
+	}
+	ans->status = 200;
+	ans->content_type = status_content_type(fmt);
+	ans->headers = "Cache-Control: no-cache\r\n";
+	ans->body = x->a->page;
+	ans->len = (size_t)n;
+}
+
+/* The ping path (as the workers answer it), or the status page. */
+static void
+admin_answer(const struct admin_ctx *x, struct admin_conn *c,
+    const struct fcgi_scan *s)
+{
+	struct http_answer ans;
+	struct admin_req q;
+	size_t plen;
+
 	plen = fcgi_params_copy(c->in, s, x->a->params);
 	admin_request(x->a->params, plen, &q);
-	if (!admin_is(q.method, q.method_len, "GET") &&
-	    !admin_is(q.method, q.method_len, "HEAD"))
-		admin_error(c, s->id, 405, "Allow: GET\r\n",
-		    "method_not_allowed");
-	else if (cfg->ping_path[0] != '\0' &&
-	    admin_is(q.path, q.path_len, cfg->ping_path))
-		admin_respond(c, s->id, 200, "text/plain", NULL,
-		    cfg->ping_response, strlen(cfg->ping_response));
-	else if (cfg->status_path[0] == '\0' ||
-	    !admin_is(q.path, q.path_len, cfg->status_path))
-		admin_error(c, s->id, 404, NULL, "not_found");
-	else {
-		status_parse_query(q.query, &fmt, &full);
-		x->fill(&v, x->arg);
-		n = status_render(&v, fmt, full, x->a->page,
-		    sizeof(x->a->page));
-		if (n < 0)
-			admin_error(c, s->id, 500, NULL, "server_error");
-		else
-			admin_respond(c, s->id, 200, status_content_type(fmt),
-			    "Cache-Control: no-cache\r\n", x->a->page,
-			    (size_t)n);
-	}
+	if (!http_answer_ping(&ans, x->cfg, (const char *)q.method,
+	    q.method_len, (const char *)q.path, q.path_len))
+		admin_status_page(x, &q, &ans);
+	admin_respond(c, s->id, &ans);
 }
 
 /* A management record first: answered, then taken off the buffer. */

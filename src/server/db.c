@@ -9,7 +9,6 @@
  */
 #include "server/db.h"
 
-#include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <poll.h>
@@ -22,18 +21,9 @@
 #include "util/log.h"
 #include "util/clock.h"
 
-#define DB_INT8OID	20
-#define DB_TEXTOID	25
-#define DB_JSONBOID	3802
 /* 2000-01-01 minus 1970-01-01, in microseconds (PostgreSQL's epoch). */
 #define DB_PG_EPOCH_US	(INT64_C(946684800) * 1000000)
-
-static const char db_read_sql[] =
-    "SELECT id, subject, kind, payload, created_at FROM events "
-    "WHERE id = $1 AND subject = $2";
-static const char db_write_sql[] =
-    "INSERT INTO events (subject, kind, payload) VALUES ($1, $2, $3) "
-    "RETURNING id";
+#define DB_JSONB_VERSION 1	/* first byte of a binary jsonb value */
 
 #define DB_MAX_ERROR	256	/* one log line's worth of libpq text */
 
@@ -55,6 +45,8 @@ struct db {
 	struct log_flood unknown_flood;	/* outcome unknown, link kept */
 	char		 warning[DB_MAX_ERROR];
 	char		 error[DB_MAX_ERROR];
+	const struct db_statement *stmts;	/* the application's */
+	size_t		 nstmts;
 	char		 conninfo[];
 };
 
@@ -81,13 +73,12 @@ db_set_error(struct db *db, const char *what, const char *msg)
 }
 
 static int
-db_prepare(struct db *db, const char *name, const char *sql, int n,
-    const unsigned int *types)
+db_prepare(struct db *db, const struct db_statement *st)
 {
 	PGresult *res;
 	int ok;
 
-	res = PQprepare(db->conn, name, sql, n, types);
+	res = PQprepare(db->conn, st->name, st->sql, st->nparams, st->types);
 	ok = PQresultStatus(res) == PGRES_COMMAND_OK;
 	if (!ok)
 		db_set_error(db, "prepare", PQresultErrorMessage(res));
@@ -187,14 +178,12 @@ db_drop(struct db *db)
 static int
 db_connect(struct db *db)
 {
-	static const unsigned int read_types[] = { DB_INT8OID, DB_TEXTOID };
-	static const unsigned int write_types[] = { DB_TEXTOID, DB_TEXTOID,
-	    DB_JSONBOID };
 	/* Defaults first: anything in conninfo (expanded last) wins. */
 	const char *keys[] = { "connect_timeout", "application_name",
 	    "dbname", NULL };
 	const char *vals[] = { DB_CONNECT_TIMEOUT, "cfpm", db->conninfo,
 	    NULL };
+	size_t i;
 
 	db_drop(db);
 	db->farewell = 0;
@@ -205,9 +194,9 @@ db_connect(struct db *db)
 		goto fail;
 	}
 	PQsetNoticeReceiver(db->conn, db_notice, db);
-	if (db_prepare(db, "read_event", db_read_sql, 2, read_types) == -1 ||
-	    db_prepare(db, "insert_event", db_write_sql, 3, write_types) == -1)
-		goto fail;
+	for (i = 0; i < db->nstmts; i++)
+		if (db_prepare(db, &db->stmts[i]) == -1)
+			goto fail;
 	db->cancel = PQgetCancel(db->conn);
 	db->up = 1;
 	db->conn_id++;
@@ -220,7 +209,7 @@ fail:
 }
 
 struct db *
-db_open(const char *conninfo)
+db_open(const char *conninfo, const struct db_statement *stmts, size_t n)
 {
 	size_t len = strlen(conninfo);
 	struct db *db;
@@ -228,6 +217,8 @@ db_open(const char *conninfo)
 	if ((db = calloc(1, sizeof(*db) + len + 1)) == NULL)
 		return NULL;
 	memcpy(db->conninfo, conninfo, len + 1);
+	db->stmts = stmts;
+	db->nstmts = n;
 	db->client_fd = -1;
 	(void)db_connect(db);	/* a failure is logged and retried later */
 	return db;
@@ -469,92 +460,99 @@ db_run(struct db *db, const char *what, const char *stmt, int n,
 	return db_unknown_outcome(db, what, db->warning, 1);
 }
 
-static int64_t
-db_get_int8(const PGresult *res, int col)
+/*
+ * A result is libpq's own: the handle the application holds is the
+ * PGresult, so no copy or allocation stands between the rows and it.
+ */
+static const PGresult *
+db_pg(const struct db_result *res)
 {
-	uint64_t v;
-
-	memcpy(&v, PQgetvalue(res, 0, col), sizeof(v));
-	return (int64_t)be64toh(v);
-}
-
-/* Checks the binary row shape before any field is trusted. */
-static int
-db_row_ok(const PGresult *res)
-{
-	return PQnfields(res) == 5 && PQgetlength(res, 0, 0) == 8 &&
-	    PQgetlength(res, 0, 3) >= 2 && PQgetvalue(res, 0, 3)[0] == 1 &&
-	    PQgetlength(res, 0, 4) == 8;
+	return (const PGresult *)(const void *)res;
 }
 
 enum db_status
-db_read_event(struct db *db, int64_t id, const char *subject,
-    struct db_event *ev)
+db_exec(struct db *db, const struct db_statement *st,
+    const char *const *values, const int *lengths, const int *formats,
+    struct db_result **out)
 {
-	uint64_t id_be = htobe64((uint64_t)id);
-	const char *values[2] = { (const char *)&id_be, subject };
-	const int lengths[2] = { sizeof(id_be), 0 };
-	const int formats[2] = { 1, 0 };
 	PGresult *res;
-	enum db_status st;
+	enum db_status rc;
 
-	memset(ev, 0, sizeof(*ev));
+	*out = NULL;
 	if (!db_usable(db))
 		return DB_UNAVAILABLE;
-	st = db_run(db, "read", "read_event", 2, values, lengths, formats,
-	    &res);
-	if (st != DB_OK)
-		return st;
-	if (PQntuples(res) == 0) {
-		PQclear(res);
-		return DB_NOT_FOUND;
-	}
-	if (!db_row_ok(res)) {
-		db_set_error(db, "read", "unexpected row format");
-		PQclear(res);
-		return DB_ERROR;
-	}
-	ev->res = res;
-	ev->id = db_get_int8(res, 0);
-	ev->subject = PQgetvalue(res, 0, 1);
-	ev->subject_len = (size_t)PQgetlength(res, 0, 1);
-	ev->kind = PQgetvalue(res, 0, 2);
-	ev->kind_len = (size_t)PQgetlength(res, 0, 2);
-	/* jsonb binary: a version byte (1), then the JSON text. */
-	ev->payload = PQgetvalue(res, 0, 3) + 1;
-	ev->payload_len = (size_t)PQgetlength(res, 0, 3) - 1;
-	ev->created_us = db_get_int8(res, 4) + DB_PG_EPOCH_US;
-	return DB_OK;
+	rc = db_run(db, st->what, st->name, st->nparams, values, lengths,
+	    formats, &res);
+	*out = (struct db_result *)(void *)res;
+	return rc;
+}
+
+enum db_status
+db_result_error(struct db *db, const struct db_statement *st,
+    const char *why)
+{
+	db_set_error(db, st->what, why);
+	return DB_ERROR;
+}
+
+int
+db_result_rows(const struct db_result *res)
+{
+	return PQntuples(db_pg(res));
+}
+
+int
+db_result_fields(const struct db_result *res)
+{
+	return PQnfields(db_pg(res));
+}
+
+const char *
+db_result_value(const struct db_result *res, int row, int col, size_t *len)
+{
+	*len = (size_t)PQgetlength(db_pg(res), row, col);
+	return PQgetvalue(db_pg(res), row, col);
+}
+
+int
+db_result_int8(const struct db_result *res, int row, int col, int64_t *v)
+{
+	uint64_t be;
+	size_t len;
+	const char *p = db_result_value(res, row, col, &len);
+
+	if (len != sizeof(be))
+		return -1;
+	memcpy(&be, p, sizeof(be));
+	*v = (int64_t)be64toh(be);
+	return 0;
+}
+
+int
+db_result_timestamp(const struct db_result *res, int row, int col,
+    int64_t *us)
+{
+	if (db_result_int8(res, row, col, us) == -1)
+		return -1;
+	*us += DB_PG_EPOCH_US;
+	return 0;
+}
+
+const char *
+db_result_jsonb(const struct db_result *res, int row, int col, size_t *len)
+{
+	const char *p = db_result_value(res, row, col, len);
+
+	if (*len < 1 || p[0] != DB_JSONB_VERSION)
+		return NULL;
+	--*len;
+	return p + 1;
 }
 
 void
-db_event_release(struct db_event *ev)
+db_result_free(struct db_result *res)
 {
-	PQclear(ev->res);
-	ev->res = NULL;
-}
-
-enum db_status
-db_insert_event(struct db *db, const char *subject, const char *kind,
-    const char *payload, int64_t *id)
-{
-	const char *values[3] = { subject, kind, payload };
-	PGresult *res;
-	enum db_status st;
-
-	if (!db_usable(db))
-		return DB_UNAVAILABLE;
-	st = db_run(db, "insert", "insert_event", 3, values, NULL, NULL,
-	    &res);
-	if (st != DB_OK)
-		return st;
-	if (PQntuples(res) != 1 || PQgetlength(res, 0, 0) != 8) {
-		db_set_error(db, "insert", "unexpected result format");
-		st = DB_ERROR;
-	} else
-		*id = db_get_int8(res, 0);
-	PQclear(res);
-	return st;
+	PQclear((PGresult *)(void *)res);
 }
 
 void

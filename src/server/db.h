@@ -1,8 +1,9 @@
 /*
  * db.h: the worker's one PostgreSQL connection (the only libpq user).
- * Connects after fork, prepares the read and write statements once per
+ * Connects after fork, prepares the application's statements once per
  * connection, and reconnects with backoff when the connection is lost.
- * Results come back in binary form: no text parsing of ids or times.
+ * Results come back in binary form: no text parsing of ids or times; the
+ * accessors below decode what the application reads.
  * A statement succeeds only when its whole exchange did (every result
  * read, ReadyForQuery seen, the connection good and idle, no WARNING on
  * the way); anything less after it was sent is DB_UNAVAILABLE. The
@@ -32,26 +33,25 @@ enum db_status {
 };
 
 struct db;
+struct db_result;	/* one statement's rows (binary format) */
 
-/* One row of events; pointers valid until db_event_release(). */
-struct db_event {
-	int64_t		 id;
-	const char	*subject;
-	size_t		 subject_len;
-	const char	*kind;
-	size_t		 kind_len;
-	const char	*payload;	/* JSON text */
-	size_t		 payload_len;
-	int64_t		 created_us;	/* microseconds since the Unix epoch */
-	void		*res;		/* owning result */
+/* A statement the application prepares on every connection. */
+struct db_statement {
+	const char		*name;		/* prepared statement name */
+	const char		*what;		/* for errors: "read", ... */
+	const char		*sql;
+	int			 nparams;
+	const unsigned int	*types;		/* parameter type OIDs */
 };
 
 /*
- * Makes the handle and tries to connect and prepare once (a failure is
- * logged and not fatal: later calls retry with backoff). conninfo ""
- * means the PG* environment. Returns NULL only when out of memory.
+ * Makes the handle and tries to connect and prepare the n statements
+ * (kept by reference: static storage) once; a failure is logged and not
+ * fatal: later calls retry with backoff. conninfo "" means the PG*
+ * environment. Returns NULL only when out of memory.
  */
-struct db *db_open(const char *conninfo);
+struct db *db_open(const char *conninfo, const struct db_statement *stmts,
+    size_t n);
 
 /* Closes the connection and frees the handle (NULL is fine). */
 void db_close(struct db *db);
@@ -84,29 +84,49 @@ int db_idle_check(struct db *db);
 enum db_status db_ping(struct db *db);
 
 /*
- * SELECT the row with this id and subject. DB_OK fills ev (release it);
- * DB_NOT_FOUND; DB_UNAVAILABLE when there is no connection or the
- * exchange did not complete cleanly (never a row from a partial one);
- * DB_CANCELED, DB_INVALID or DB_ERROR when the server refused it.
+ * Runs the prepared statement st (one of db_open's) with its parameters
+ * (libpq's conventions: lengths and formats may be NULL for text) and
+ * binary results, connecting first if needed. DB_OK sets *out (release
+ * it with db_result_free) only when the whole exchange succeeded, so a
+ * row returned by an INSERT is committed. DB_UNAVAILABLE when there is
+ * no connection or the exchange fell short after the statement was sent
+ * (the outcome is unknown: the caller must not retry a write);
+ * DB_CANCELED, DB_INVALID or DB_ERROR when the server refused it, and
+ * nothing was stored. *out is NULL unless DB_OK.
  */
-enum db_status db_read_event(struct db *db, int64_t id, const char *subject,
-    struct db_event *ev);
+enum db_status db_exec(struct db *db, const struct db_statement *st,
+    const char *const *values, const int *lengths, const int *formats,
+    struct db_result **out);
 
-/* Frees the result behind ev. */
-void db_event_release(struct db_event *ev);
+/* Records that st's result was not what the application expects (why,
+ * for db_last_error) and returns DB_ERROR. */
+enum db_status db_result_error(struct db *db, const struct db_statement *st,
+    const char *why);
 
-/*
- * INSERT one event (payload is JSON text) in autocommit; DB_OK means the
- * row is committed and *id is set: the whole exchange succeeded. If
- * anything after the statement was sent falls short of that (the
- * connection drops, an error follows the row, the server's ReadyForQuery
- * never arrives, a WARNING such as a cancelled synchronous-replication
- * wait), the outcome is unknown: DB_UNAVAILABLE, and the caller must not
- * retry. DB_CANCELED, DB_INVALID and DB_ERROR: the server refused the
- * statement, nothing was stored.
- */
-enum db_status db_insert_event(struct db *db, const char *subject,
-    const char *kind, const char *payload, int64_t *id);
+/* Rows and columns of a result. */
+int db_result_rows(const struct db_result *res);
+int db_result_fields(const struct db_result *res);
+
+/* A field's bytes and length (valid until db_result_free). */
+const char *db_result_value(const struct db_result *res, int row, int col,
+    size_t *len);
+
+/* A binary int8 field; -1 if its length is not 8 bytes. */
+int db_result_int8(const struct db_result *res, int row, int col,
+    int64_t *v);
+
+/* A binary timestamp(tz) field as microseconds since the Unix epoch; -1
+ * if it is not one. */
+int db_result_timestamp(const struct db_result *res, int row, int col,
+    int64_t *us);
+
+/* A binary jsonb field's JSON text and its length; NULL if it is not a
+ * version-1 jsonb value. */
+const char *db_result_jsonb(const struct db_result *res, int row, int col,
+    size_t *len);
+
+/* Frees a result (NULL is fine). */
+void db_result_free(struct db_result *res);
 
 /*
  * Asks the server to cancel the statement in progress (PQcancel). Safe in

@@ -138,3 +138,76 @@ http_reply(struct http_request *r, int status, const char *content_type,
 	r->bytes_out = len;
 	return 0;
 }
+
+void
+http_phase(struct http_request *r, enum http_phase phase)
+{
+	if (r->on_phase != NULL)
+		r->on_phase(r->phase_arg, phase);
+}
+
+void
+http_answer_error(struct http_answer *a, int status, const char *code,
+    const char *headers)
+{
+	int n;
+
+	n = snprintf(a->own_body, sizeof(a->own_body), "{\"error\":\"%.*s\"}",
+	    HTTP_MAX_ERROR_CODE, code);
+	a->status = status;
+	a->content_type = "application/json";
+	a->headers = headers;
+	a->body = a->own_body;
+	a->len = n > 0 ? (size_t)n : 0;
+}
+
+void
+http_answer_not_allowed(struct http_answer *a, const char *allow)
+{
+	snprintf(a->own_headers, sizeof(a->own_headers), "Allow: %.*s\r\n",
+	    HTTP_MAX_ALLOW, allow);
+	http_answer_error(a, 405, "method_not_allowed", a->own_headers);
+}
+
+int
+http_path_is(const char *path, size_t len, const char *want)
+{
+	return len == strlen(want) && memcmp(path, want, len) == 0;
+}
+
+int
+http_answer_ping(struct http_answer *a, const struct config *cfg,
+    const char *method, size_t mlen, const char *path, size_t len)
+{
+	if (cfg->ping_path[0] == '\0' || !http_path_is(path, len,
+	    cfg->ping_path))
+		return 0;
+	if (!http_path_is(method, mlen, "GET") &&
+	    !http_path_is(method, mlen, "HEAD")) {
+		http_answer_not_allowed(a, "GET, HEAD");
+		return 1;
+	}
+	a->status = 200;
+	a->content_type = "text/plain";
+	a->headers = NULL;
+	a->body = cfg->ping_response;
+	a->len = strlen(cfg->ping_response);
+	return 1;
+}
+
+int
+http_send(struct http_request *r, const struct http_answer *a)
+{
+	return http_reply(r, a->status, a->content_type, a->headers, a->body,
+	    a->len);
+}
+
+int
+http_error(struct http_request *r, int status, const char *code,
+    const char *headers)
+{
+	struct http_answer a;
+
+	http_answer_error(&a, status, code, headers);
+	return http_send(r, &a);
+}

@@ -8,9 +8,21 @@
 
 #include <stddef.h>
 
+#include "util/config.h"
+
 #define HTTP_MAX_BODY		(64 * 1024)	/* request body limit */
 #define HTTP_MAX_REPLY_HEADERS	512		/* extra header bytes */
 #define HTTP_MAX_HEAD		(256 + HTTP_MAX_REPLY_HEADERS)	/* a head */
+#define HTTP_MAX_ERROR_CODE	40	/* "method_not_allowed", ... */
+#define HTTP_MAX_ALLOW		32	/* an Allow header's methods */
+
+/* What a handler is doing, for the status page and the slow log. */
+enum http_phase {
+	HTTP_PHASE_READING = 0,	/* reading the request or its body */
+	HTTP_PHASE_AUTH,	/* checking credentials */
+	HTTP_PHASE_DB,		/* waiting for the database */
+	HTTP_PHASE_WRITING,	/* sending the reply */
+};
 
 struct FCGX_Request;
 
@@ -26,6 +38,9 @@ struct http_request {
 	long long		 content_length; /* -1 if absent or invalid */
 	const char		*request_id;	/* nginx $request_id or NULL */
 	int			 status;	/* set by http_reply */
+	/* Set by the worker: where http_phase() reports (may be NULL). */
+	void			(*on_phase)(void *, enum http_phase);
+	void			*phase_arg;
 	size_t			 bytes_out;	/* body bytes sent */
 };
 
@@ -65,6 +80,50 @@ int http_reply(struct http_request *r, int status, const char *content_type,
  */
 int http_head(char *buf, size_t cap, int status, const char *content_type,
     size_t len, const char *extra_headers);
+
+/* Reports the phase the request's handler enters (app.h). */
+void http_phase(struct http_request *r, enum http_phase phase);
+
+/*
+ * A reply decided from the request's parameters alone: the same bytes
+ * whether a worker sends it through libfcgi (http_send) or the master's
+ * status socket frames it (admin.c). Error bodies are {"error":"code"}.
+ */
+struct http_answer {
+	int		 status;
+	const char	*content_type;
+	const char	*headers;	/* extra header lines, or NULL */
+	const char	*body;
+	size_t		 len;
+	char		 own_body[HTTP_MAX_ERROR_CODE + 16];
+	char		 own_headers[HTTP_MAX_ALLOW + 16];
+};
+
+/* PURE. An error reply: status, {"error":"code"}, optional headers. */
+void http_answer_error(struct http_answer *a, int status, const char *code,
+    const char *headers);
+
+/* PURE. 405 with "Allow: allow". */
+void http_answer_not_allowed(struct http_answer *a, const char *allow);
+
+/*
+ * PURE. The ping path (ping.path, PHP-FPM's): returns 1 and fills a if
+ * path (len bytes, no query) is cfg->ping_path: 200 text/plain with
+ * ping.response for GET and HEAD (method: mlen bytes), 405 otherwise. Returns 0 if it is not
+ * the ping path or ping is off.
+ */
+int http_answer_ping(struct http_answer *a, const struct config *cfg,
+    const char *method, size_t mlen, const char *path, size_t len);
+
+/* PURE. 1 if the len bytes at path are exactly the string want. */
+int http_path_is(const char *path, size_t len, const char *want);
+
+/* Sends a. Returns 0, or -1 if the client went away. */
+int http_send(struct http_request *r, const struct http_answer *a);
+
+/* Sends http_answer_error's reply. Returns as http_send. */
+int http_error(struct http_request *r, int status, const char *code,
+    const char *headers);
 
 /* The descriptor of the request's FastCGI connection (for poll), or -1. */
 int http_client_fd(const struct http_request *r);

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "server/admin.h"
-#include "events/auth.h"
 #include "util/clock.h"
 #include "server/conn.h"
 #include "util/log.h"
@@ -44,7 +43,10 @@ enum master_stop {
 
 struct master {
 	struct config		*cfg;		/* current generation's */
-	struct auth		*auth;		/* its keys, inherited by workers */
+	const struct app *const *apps;		/* what main.c offers */
+	const struct app	*app;
+	void			*shared;	/* app->load's, inherited by
+						   workers */
 	const char		*config_path;
 	int			 children;	/* -n override, 0 = none */
 	struct listen_sock	*ls;
@@ -110,12 +112,24 @@ master_signals(sigset_t *waitmask)
 		sigdelset(waitmask, master_sigs[i]);
 }
 
+/* The application cfg names, among those main.c offers; NULL if none. */
+static const struct app *
+master_find_app(const struct app *const *apps, const char *name)
+{
+	for (; *apps != NULL; apps++)
+		if (strcmp((*apps)->name, name) == 0)
+			return *apps;
+	return NULL;
+}
+
 int
-master_load_config(struct config *cfg, struct auth *auth, const char *path,
-    int children, char *err)
+master_load_config(struct config *cfg, const struct app *const *apps,
+    const struct app **app, void **shared, const char *path, int children,
+    char *err)
 {
 	struct sandbox_ids ids;
-	struct auth trial;
+	const struct app *a;
+	void *trial;
 	size_t len;
 	char *text;
 	int rc;
@@ -137,24 +151,28 @@ master_load_config(struct config *cfg, struct auth *auth, const char *path,
 	if (sandbox_resolve(cfg, path, &ids, err) == -1)
 		return -1;
 	/*
-	 * Keys are parsed here, once: a bad file fails now, not in every
-	 * fork, and workers inherit the parsed keys (their verify contexts
-	 * included) instead of each touching OpenSSL's decoders again.
+	 * The application loads what its workers share here, once (the
+	 * events API's keys): a bad file fails now, not in every fork, and
+	 * workers inherit it parsed instead of each parsing it again.
 	 */
-	if (auth_init(auth ? auth : &trial, cfg, err) == -1)
+	if ((a = master_find_app(apps, cfg->app)) == NULL) {
+		snprintf(err, CONFIG_ERR_LEN, "%s: app: no application named "
+		    "\"%s\"", path, cfg->app);
 		return -1;
-	if (auth == NULL)
-		auth_free(&trial);
+	}
+	if (a->load(cfg, shared ? shared : &trial, err, CONFIG_ERR_LEN) == -1)
+		return -1;
+	if (shared == NULL)
+		a->unload(trial);
+	*app = a;
 	return 0;
 }
 
 static void
-master_free_auth(struct master *m)
+master_unload(struct master *m)
 {
-	if (m->auth != NULL)
-		auth_free(m->auth);
-	free(m->auth);
-	m->auth = NULL;
+	m->app->unload(m->shared);
+	m->shared = NULL;
 }
 
 /* A worker of the current generation that is not on its way out. */
@@ -202,7 +220,8 @@ master_spawn(struct master *m)
 	slot->generation = m->generation;
 	slot->started_us = clock_now_us();
 	args.cfg = m->cfg;
-	args.auth = m->auth;
+	args.app = m->app;
+	args.shared = m->shared;
 	args.listen_fd = m->ls->fd;
 	args.sb = m->sb;
 	args.slot = idx;
@@ -343,15 +362,22 @@ master_reload(struct master *m)
 {
 	char err[CONFIG_ERR_LEN];
 	struct config *next = malloc(sizeof(*next));
-	struct auth *keys = malloc(sizeof(*keys));
+	const struct app *app;
+	void *shared;
 	unsigned i;
 
-	if (next == NULL || keys == NULL || master_load_config(next, keys,
+	if (next == NULL || master_load_config(next, m->apps, &app, &shared,
 	    m->config_path, m->children, err) == -1) {
 		log_err("reload refused, pool unchanged: %s",
-		    next && keys ? err : "out of memory");
+		    next ? err : "out of memory");
 		free(next);
-		free(keys);
+		return;
+	}
+	if (app != m->app) {
+		log_err("reload refused, pool unchanged: app %s -> %s needs a "
+		    "restart", m->app->name, app->name);
+		app->unload(shared);
+		free(next);
 		return;
 	}
 	if (strcmp(next->listen, m->cfg->listen) != 0 ||
@@ -364,8 +390,8 @@ master_reload(struct master *m)
 		    strerror(errno));
 	free(m->cfg);
 	m->cfg = next;
-	master_free_auth(m);	/* running workers keep their own copy */
-	m->auth = keys;
+	master_unload(m);	/* running workers keep their own copy */
+	m->shared = shared;
 	m->generation++;
 	m->ready_sent = 0;
 	m->quick_deaths = 0;
@@ -704,17 +730,19 @@ master_wait(struct master *m, const sigset_t *waitmask)
 }
 
 static void
-master_init(struct master *m, struct config *cfg, struct auth *auth,
+master_init(struct master *m, struct config *cfg,
+    const struct app *const *apps, const struct app *app, void *shared,
     const char *config_path, int children, struct listen_sock *ls)
 {
 	struct config *own;
 
 	memset(m, 0, sizeof(*m));
-	if ((own = malloc(sizeof(*own))) == NULL ||
-	    (m->auth = malloc(sizeof(*m->auth))) == NULL)
+	if ((own = malloc(sizeof(*own))) == NULL)
 		fatal("%s: out of memory", __func__);
 	*own = *cfg;		/* reloads replace both */
-	*m->auth = *auth;
+	m->apps = apps;
+	m->app = app;
+	m->shared = shared;
 	m->cfg = own;
 	m->config_path = config_path;
 	m->children = children;
@@ -733,14 +761,15 @@ master_init(struct master *m, struct config *cfg, struct auth *auth,
 }
 
 int
-master_run(struct config *cfg, struct auth *auth, const char *config_path,
+master_run(struct config *cfg, const struct app *const *apps,
+    const struct app *app, void *shared, const char *config_path,
     int children, struct listen_sock *ls)
 {
 	struct master m;
 	sigset_t waitmask;
 	char where[160];
 
-	master_init(&m, cfg, auth, config_path, children, ls);
+	master_init(&m, cfg, apps, app, shared, config_path, children, ls);
 	master_signals(&waitmask);
 	log_notice("cfpm %s: %d workers on %s", PACKAGE_VERSION,
 	    m.cfg->max_children, listen_describe(ls, where, sizeof(where)));
@@ -762,7 +791,7 @@ master_run(struct config *cfg, struct auth *auth, const char *config_path,
 	listen_close(ls);
 	scoreboard_destroy(m.sb);
 	close(m.kick_fd);
-	master_free_auth(&m);
+	master_unload(&m);
 	free(m.cfg);
 	log_notice("stopped");
 	return 0;

@@ -7,9 +7,9 @@
 #ifndef CFPM_MASTER_H
 #define CFPM_MASTER_H
 
-#include "events/auth.h"
-#include "util/config.h"
+#include "server/app.h"
 #include "server/listen.h"
+#include "util/config.h"
 
 #define MASTER_BACKOFF_MIN_MS	100	/* respawn delay after a quick death */
 #define MASTER_BACKOFF_MAX_MS	10000	/* longest respawn delay */
@@ -21,24 +21,29 @@
 /*
  * Loads path into cfg: defaults, the file, the -n override (children > 0),
  * cross-checks (the workers' user and group included: sandbox_resolve),
- * and the key file parsed into auth (release with
- * auth_free(); NULL only checks it). Returns 0, or -1 with
- * "file:line: reason" in err (CONFIG_ERR_LEN bytes). Used at start, by
- * -t, and on every reload.
+ * the application cfg names (app =), found among apps (NULL-terminated:
+ * main.c's) and set in *app, and what its workers share, from its load,
+ * in *shared (release with (*app)->unload; shared NULL only checks it).
+ * Returns 0, or -1 with "file:line: reason" in err (CONFIG_ERR_LEN
+ * bytes). Used at start, by -t, and on every reload.
  */
-int master_load_config(struct config *cfg, struct auth *auth,
-    const char *path, int children, char *err);
+int master_load_config(struct config *cfg, const struct app *const *apps,
+    const struct app **app, void **shared, const char *path, int children,
+    char *err);
 
 /*
- * Runs the pool until a stop signal: forks cfg->max_children workers on
- * ls, keeps that many running, reloads on SIGHUP/SIGUSR2 (cfg and auth
- * are replaced by the new configuration and keys), and stops gracefully
- * (SIGTERM, SIGQUIT) or fast (SIGINT). Workers inherit the keys parsed
- * here (auth, taken over), so none parses them again. Removes socket
- * files only if cfpm created them.
+ * Runs app's pool until a stop signal: forks cfg->max_children workers
+ * on ls, keeps that many running, reloads on SIGHUP/SIGUSR2 (cfg and
+ * shared are replaced by the new configuration and app->load's result;
+ * apps is where the new configuration's app is looked up, and changing
+ * it needs a restart),
+ * and stops gracefully (SIGTERM, SIGQUIT) or fast (SIGINT). Workers
+ * inherit shared (taken over: unloaded at the end), so none loads it
+ * again. Removes socket files only if cfpm created them.
  * Returns the process exit status (0 after a clean stop).
  */
-int master_run(struct config *cfg, struct auth *auth,
-    const char *config_path, int children, struct listen_sock *ls);
+int master_run(struct config *cfg, const struct app *const *apps,
+    const struct app *app, void *shared, const char *config_path,
+    int children, struct listen_sock *ls);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#define SCOREBOARD_METHOD_LEN	8	/* request method kept per slot */
 #define SCOREBOARD_URI_LEN	128	/* request URI kept per slot */
 #define SCOREBOARD_DB_ERROR_LEN	160	/* last database failure per slot */
 
@@ -53,7 +54,7 @@ struct sb_slot {
 	int64_t		last_duration_us;
 	int64_t		last_cpu_us;
 	int		last_status;
-	char		method[8];
+	char		method[SCOREBOARD_METHOD_LEN];
 	char		uri[SCOREBOARD_URI_LEN];
 	/* Why this worker last answered 503 for the database, and when
 	 * (CLOCK_MONOTONIC): the master's "database unavailable" line. */

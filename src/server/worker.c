@@ -23,15 +23,13 @@
 #include <fcgiapp.h>
 
 #include "server/accesslog.h"
-#include "events/api.h"
-#include "util/arena.h"
-#include "util/clock.h"
 #include "server/conn.h"
 #include "server/db.h"
-#include "util/esc.h"
 #include "server/http.h"
-#include "util/log.h"
 #include "server/sandbox.h"
+#include "util/clock.h"
+#include "util/esc.h"
+#include "util/log.h"
 
 #define WORKER_DB_RETRY_MS	500	/* idle reconnect check while down */
 #define WORKER_IDLE_CHECK_MS	2000	/* idle look at the socket anyway */
@@ -187,12 +185,91 @@ worker_copy(char *dst, size_t cap, const char *src, size_t len)
 	dst[len] = '\0';
 }
 
+/* What one worker serves with, for its whole life. */
+struct worker_ctx {
+	const struct config	*cfg;
+	const struct app	*app;
+	void			*state;		/* the application's */
+	struct db		*db;		/* NULL if the app uses none */
+	struct scoreboard	*sb;
+	struct sb_slot		*slot;
+};
+
+/* http_phase() lands here: the slot shows what the handler is doing. */
 static void
-worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
-    struct sb_slot *slot)
+worker_on_phase(void *arg, enum http_phase phase)
 {
+	static const int state[] = {
+		[HTTP_PHASE_READING] = SB_READING,
+		[HTTP_PHASE_AUTH] = SB_AUTH,
+		[HTTP_PHASE_DB] = SB_DB,
+		[HTTP_PHASE_WRITING] = SB_WRITING,
+	};
+	struct sb_slot *slot = arg;
+
+	slot->state = state[phase];
+}
+
+/* 1 if the worker's database is usable (always, for an app without). */
+static int
+worker_db_up(const struct db *db)
+{
+	return db == NULL || db_is_up(db);
+}
+
+/*
+ * After a request: the slot's database state, and while the connection
+ * is down the reason (escaped: the server's text may quote the request)
+ * for the master's "database unavailable" line.
+ */
+static void
+worker_note_db(struct worker_ctx *w)
+{
+	const char *e;
+
+	w->slot->db_ok = worker_db_up(w->db);
+	if (w->slot->db_ok) {
+		w->slot->ready = 1;
+		return;
+	}
+	e = db_last_error(w->db);
+	esc_text(w->slot->db_error, sizeof(w->slot->db_error), e,
+	    strnlen(e, SCOREBOARD_DB_ERROR_LEN));
+	w->slot->db_error_us = clock_now_us();
+}
+
+/* The ping path is the server's (PHP-FPM's ping.path); the rest the
+ * application's. */
+static int
+worker_dispatch(struct worker_ctx *w, struct http_request *r)
+{
+	struct http_answer a;
+
+	if (http_answer_ping(&a, w->cfg, r->method, strlen(r->method), r->path,
+	    r->path_len))
+		return http_send(r, &a);
+	return w->app->handle(w->state, r);
+}
+
+static void
+worker_client_gone(const struct http_request *r, int cancelled)
+{
+	/* Client bytes: escaped (esc.h) and bounded. */
+	char m[ESC_SIZE(SCOREBOARD_METHOD_LEN)];
+	char p[ESC_SIZE(SCOREBOARD_URI_LEN)];
+
+	esc_text(m, sizeof(m), r->method, strlen(r->method));
+	esc_text(p, sizeof(p), r->path, r->path_len);
+	log_info("%s %s: client went away%s", m, p,
+	    cancelled ? "; statement cancelled" : "");
+}
+
+static void
+worker_serve(struct worker_ctx *w, FCGX_Request *req)
+{
+	struct sb_slot *slot = w->slot;
 	struct http_request r;
-	int timeout = ctx->cfg->request_terminate_timeout;
+	int timeout = w->cfg->request_terminate_timeout, rc, gone;
 
 	slot->slow_logged = 0;
 	slot->req_start_us = clock_now_us();
@@ -200,21 +277,19 @@ worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
 	if (timeout > 0)
 		worker_timer(timeout);
 	http_request_init(&r, req);
+	r.on_phase = worker_on_phase;
+	r.phase_arg = slot;
 	worker_copy(slot->method, sizeof(slot->method), r.method,
 	    strlen(r.method));
 	worker_copy(slot->uri, sizeof(slot->uri), r.path, r.path_len);
-	db_watch_client(ctx->db, http_client_fd(&r));
-	if (api_handle(ctx, &r) == -1 || db_client_gone(ctx->db)) {
-		/* Client bytes: escaped (esc.h) and bounded. */
-		char m[ESC_SIZE(sizeof(slot->method))];
-		char p[ESC_SIZE(sizeof(slot->uri))];
-
-		esc_text(m, sizeof(m), r.method, strlen(r.method));
-		esc_text(p, sizeof(p), r.path, r.path_len);
-		log_info("%s %s: client went away%s", m, p,
-		    db_client_gone(ctx->db) ? "; statement cancelled" : "");
-	}
-	db_watch_client(ctx->db, -1);
+	if (w->db != NULL)
+		db_watch_client(w->db, http_client_fd(&r));
+	rc = worker_dispatch(w, &r);
+	gone = w->db != NULL && db_client_gone(w->db);
+	if (rc == -1 || gone)
+		worker_client_gone(&r, gone);
+	if (w->db != NULL)
+		db_watch_client(w->db, -1);
 	if (timeout > 0)
 		worker_timer(0);
 	slot->last_duration_us = clock_now_us() - slot->req_start_us;
@@ -223,11 +298,9 @@ worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
 	slot->req_start_us = 0;
 	slot->state = SB_IDLE;
 	slot->requests++;
-	slot->db_ok = db_is_up(ctx->db);
-	if (slot->db_ok)
-		slot->ready = 1;
-	scoreboard_count(sb, r.status);
-	worker_log_access(ctx->cfg, &r, slot);
+	worker_note_db(w);
+	scoreboard_count(w->sb, r.status);
+	worker_log_access(w->cfg, &r, slot);
 }
 
 /*
@@ -316,9 +389,9 @@ worker_watch_db(struct db *db)
 	static unsigned watched;	/* connection id in the set */
 	struct epoll_event ev;
 	unsigned id;
-	int fd = db_socket(db, &id);
+	int fd;
 
-	if (fd == -1 || id == watched)
+	if (db == NULL || (fd = db_socket(db, &id)) == -1 || id == watched)
 		return;
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
@@ -332,12 +405,11 @@ static int
 worker_wait_conn(struct db *db, int listen_fd, struct sb_slot *slot)
 {
 	struct epoll_event ev[2];
-	int down, n, i, conn = 0;
+	int n, i, conn = 0;
 
 	worker_watch_db(db);
-	down = !db_is_up(db);
-	n = epoll_pwait(worker_epfd, ev, 2, down ? WORKER_DB_RETRY_MS :
-	    WORKER_IDLE_CHECK_MS, &worker_waitmask);
+	n = epoll_pwait(worker_epfd, ev, 2, worker_db_up(db) ?
+	    WORKER_IDLE_CHECK_MS : WORKER_DB_RETRY_MS, &worker_waitmask);
 	if (worker_stop)
 		return 0;
 	for (i = 0; i < n; i++) {
@@ -346,9 +418,9 @@ worker_wait_conn(struct db *db, int listen_fd, struct sb_slot *slot)
 		else
 			db_idle_check(db);
 	}
-	if (!db_is_up(db) && db_usable(db))
+	if (!worker_db_up(db) && db_usable(db))
 		slot->db_ok = slot->ready = 1;
-	slot->db_ok = db_is_up(db);
+	slot->db_ok = worker_db_up(db);
 	/* Poked or timed out: look at the socket anyway (EAGAIN is cheap). */
 	return conn || n <= 0;
 }
@@ -362,15 +434,15 @@ worker_accept_transient(int err)
 }
 
 static void
-worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
-    struct sb_slot *slot, unsigned long long limit)
+worker_loop(struct worker_ctx *w, int listen_fd, unsigned long long limit)
 {
+	struct sb_slot *slot = w->slot;
 	struct conn_policy pol;
 	FCGX_Request req;
 	int fd;
 
-	pol.read_timeout_ms = ctx->cfg->request_read_timeout * 1000;
-	pol.max_conns = (unsigned)ctx->cfg->max_children;
+	pol.read_timeout_ms = w->cfg->request_read_timeout * 1000;
+	pol.max_conns = (unsigned)w->cfg->max_children;
 	/* No listen socket: libfcgi never accepts, conn.c hands it each
 	 * request once it has checked it. */
 	if (FCGX_Init() != 0 || FCGX_InitRequest(&req, -1, 0) != 0) {
@@ -388,7 +460,7 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 	worker_kick_master();		/* ready: a replacement may retire one */
 	while (!worker_stop) {
 		slot->state = SB_IDLE;
-		if (!worker_wait_conn(ctx->db, listen_fd, slot))
+		if (!worker_wait_conn(w->db, listen_fd, slot))
 			continue;
 		if ((fd = conn_accept(listen_fd)) == -1) {
 			/* Another worker was quicker: EAGAIN, wait again. */
@@ -402,12 +474,33 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 		worker_reopen_logs();
 		if (!conn_read_request(fd, &req, &pol))
 			continue;
-		worker_serve(ctx, &req, sb, slot);
+		worker_serve(w, &req);
 		conn_finish(&req);
 		worker_between_requests(slot, limit);
 	}
 	slot->state = SB_EXITING;
 	FCGX_Free(&req, 1);
+}
+
+/* The database connection, if the application uses one, then the
+ * application's own start. Returns 0 or -1 (logged). */
+static int
+worker_start_app(const struct worker_args *args, struct worker_ctx *w)
+{
+	const struct app *app = args->app;
+	struct app_env env;
+
+	if (app->uses_db && (w->db = db_open(args->cfg->db_conninfo,
+	    app->statements, app->nstatements)) == NULL) {
+		log_err("%s: out of memory", __func__);
+		return -1;
+	}
+	worker_db = w->db;
+	w->slot->db_ok = w->slot->ready = worker_db_up(w->db);
+	env.cfg = args->cfg;
+	env.shared = args->shared;	/* loaded once, by the master */
+	env.db = w->db;
+	return app->init(&env, &w->state);
 }
 
 /*
@@ -421,14 +514,13 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 void
 worker_main(const struct worker_args *args)
 {
-	struct sb_slot *slot = &args->sb->slots[args->slot];
+	struct worker_ctx w = { .cfg = args->cfg, .app = args->app,
+	    .sb = args->sb, .slot = &args->sb->slots[args->slot] };
 	char err[CONFIG_ERR_LEN];
 	struct sandbox_ids ids;
-	struct api_ctx ctx;
 	int code = 1;
 
 	log_set_role("worker");
-	memset(&ctx, 0, sizeof(ctx));
 	worker_kick_fd = args->kick_fd;
 	if (accesslog_open(args->cfg->access_log) == -1)
 		log_err("access.log %s: %s", args->cfg->access_log,
@@ -444,25 +536,16 @@ worker_main(const struct worker_args *args)
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 ||
 	    getppid() != args->master)
 		_exit(1);
-	arena_install();		/* jansson's trees: see arena.h */
-	ctx.cfg = args->cfg;
-	ctx.auth = args->auth;		/* parsed once, by the master */
-	ctx.slot = slot;
-	if (api_init(&ctx) == -1 || (ctx.db = db_open(args->cfg->db_conninfo))
-	    == NULL) {
-		log_err("%s: out of memory", __func__);
+	if (worker_start_app(args, &w) == -1)
 		goto done;
-	}
-	worker_db = ctx.db;
-	slot->db_ok = slot->ready = db_is_up(ctx.db);
 	if (args->cfg->worker_seccomp && sandbox_filter(args->master) == -1)
 		goto done;
-	worker_loop(&ctx, args->listen_fd, args->sb, slot,
-	    worker_request_limit(args->cfg));
+	worker_loop(&w, args->listen_fd, worker_request_limit(args->cfg));
 	code = 0;
 done:
+	if (w.state != NULL)
+		args->app->fini(w.state);
 	worker_db = NULL;
-	db_close(ctx.db);
-	api_free(&ctx);
+	db_close(w.db);
 	exit(code);
 }

@@ -7,14 +7,15 @@
 
 #include <sys/types.h>
 
-#include "events/auth.h"
-#include "util/config.h"
+#include "server/app.h"
 #include "server/scoreboard.h"
+#include "util/config.h"
 
 /* What the master gives a new worker; all of it inherited across fork. */
 struct worker_args {
 	const struct config	*cfg;
-	const struct auth	*auth;		/* keys parsed by the master */
+	const struct app	*app;
+	const void		*shared;	/* what app->load returned */
 	int			 listen_fd;
 	struct scoreboard	*sb;
 	int			 slot;		/* index in sb->slots */

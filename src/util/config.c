@@ -178,6 +178,7 @@ static const struct config_choice cfg_level_choices[] = {
 #define CFG_CHOICE(k, f, c)	{ k, cfg_set_choice, CFG_FIELD(f), 0, 0, c }
 
 static const struct config_directive config_directives[] = {
+	CFG_STRING("app", app),
 	CFG_STRING("listen", listen),
 	CFG_INT("listen.backlog", listen_backlog, 1, 65535),
 	CFG_STRING("listen.owner", listen_owner),
@@ -220,6 +221,7 @@ config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->pool_name, sizeof(cfg->pool_name), "cfpm");
+	snprintf(cfg->app, sizeof(cfg->app), "events");
 	snprintf(cfg->listen, sizeof(cfg->listen), "/run/cfpm/cfpm.sock");
 	cfg->listen_backlog = 511;
 	cfg->listen_mode = 0660;

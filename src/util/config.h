@@ -33,6 +33,8 @@ enum config_log_level {
 
 struct config {
 	char		pool_name[CONFIG_MAX_VALUE];	/* last [section] */
+	char		app[CONFIG_MAX_VALUE];	/* the application, by name
+						   (main.c's table) */
 
 	/* listen socket */
 	char		listen[CONFIG_MAX_VALUE];	/* path, host:port, [v6]:port */

@@ -1,0 +1,91 @@
+/*
+ * events.c: the events application's table (app.h). The master parses
+ * the token keys once per configuration (load); each worker allocates
+ * its request and reply buffers and routes jansson through the arena
+ * (init), then api.c answers every request (handle).
+ */
+#include "events/events.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "events/api.h"
+#include "events/auth.h"
+#include "events/store.h"
+#include "util/arena.h"
+#include "util/log.h"
+
+/* Master: a bad key file fails the start, the -t or the reload here. */
+static int
+events_load(const struct config *cfg, void **shared, char *err,
+    size_t errlen)
+{
+	struct auth *a = calloc(1, sizeof(*a));
+
+	*shared = NULL;
+	if (a == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (auth_init(a, cfg, err, errlen) == -1) {
+		free(a);
+		return -1;
+	}
+	*shared = a;
+	return 0;
+}
+
+static void
+events_unload(void *shared)
+{
+	if (shared == NULL)
+		return;
+	auth_free(shared);
+	free(shared);
+}
+
+static int
+events_init(const struct app_env *env, void **state)
+{
+	struct api_ctx *ctx = calloc(1, sizeof(*ctx));
+
+	*state = NULL;
+	if (ctx == NULL || api_init(ctx) == -1) {
+		free(ctx);
+		log_err("%s: out of memory", __func__);
+		return -1;
+	}
+	ctx->cfg = env->cfg;
+	ctx->auth = env->shared;	/* parsed once, by the master */
+	ctx->db = env->db;
+	arena_install();		/* jansson's trees: see arena.h */
+	*state = ctx;
+	return 0;
+}
+
+static int
+events_handle(void *state, struct http_request *r)
+{
+	return api_handle(state, r);
+}
+
+static void
+events_fini(void *state)
+{
+	if (state == NULL)
+		return;
+	api_free(state);
+	free(state);
+}
+
+const struct app events_app = {
+	.name = "events",
+	.uses_db = 1,
+	.statements = store_statements,
+	.nstatements = STORE_NSTATEMENTS,
+	.load = events_load,
+	.unload = events_unload,
+	.init = events_init,
+	.handle = events_handle,
+	.fini = events_fini,
+};

@@ -1,0 +1,60 @@
+/*
+ * app.h: the interface between the server and the application it runs.
+ * The server (master, workers, FastCGI, the database connection) knows
+ * no application: main.c picks one of these tables and hands it to
+ * master_run(). The application sees the server only through this table,
+ * the request view and reply path of http.h, and the database handle of
+ * db.h.
+ *
+ * Who calls what, and in which process:
+ *   load    master: at start, for -t and on every reload, before any
+ *           worker of that configuration is forked. What it returns is
+ *           inherited by the workers (parsed keys, say), so they never
+ *           parse it again. unload frees it in the master.
+ *   init    worker: once, after fork, after the privileges are dropped
+ *           and the database connection is opened, before the sandbox
+ *           filter is applied (allocate and load here, not later).
+ *   handle  worker: once per request; must send exactly one reply
+ *           through http.h and report its phases with http_phase().
+ *   fini    worker: before it exits.
+ */
+#ifndef CFPM_APP_H
+#define CFPM_APP_H
+
+#include <stddef.h>
+
+#include "server/db.h"
+#include "server/http.h"
+#include "util/config.h"
+
+/* What a worker gives the application's init. */
+struct app_env {
+	const struct config	*cfg;
+	const void		*shared;	/* what load returned */
+	struct db		*db;		/* NULL if the app uses none */
+};
+
+struct app {
+	const char		*name;
+	/* The statements prepared on each worker's connection; a worker
+	 * opens a connection only if uses_db. */
+	int			 uses_db;
+	const struct db_statement *statements;
+	size_t			 nstatements;
+
+	/* Returns 0 with *shared set (may be NULL), or -1 with a reason in
+	 * err (errlen bytes). */
+	int	(*load)(const struct config *cfg, void **shared, char *err,
+		    size_t errlen);
+	void	(*unload)(void *shared);
+
+	/* Returns 0 with *state set, or -1 (logged): the worker exits and
+	 * the master backs off. */
+	int	(*init)(const struct app_env *env, void **state);
+	/* Returns 0, or -1 if the reply could not be written (the client
+	 * went away). */
+	int	(*handle)(void *state, struct http_request *r);
+	void	(*fini)(void *state);
+};
+
+#endif
