@@ -1,0 +1,74 @@
+#!/bin/sh
+#
+# test_layout.sh: the include graph of src/ points one way (TAP).
+#
+#   util   -> util                      shared leaves
+#   server -> server, util              the process model
+#   events -> events, server, util      an application
+#   hello  -> hello, server, util       another application
+#   main.c -> anything                  the wiring
+#
+# Every project include names its folder ("util/log.h"), so the graph is
+# read from the sources alone. An include that goes upward or sideways
+# (the server naming an application, one application another, anything
+# naming main.c) fails, as does one without a folder or naming a file
+# that does not exist. The folder-level edges are printed as comments.
+
+set -u
+
+SRC=${CFPM_SRCDIR:-.}/src
+n=0
+failed=0
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		failed=$((failed + 1))
+	fi
+}
+
+allowed() {
+	# allowed FROM TO: may a file in folder FROM include one in TO?
+	case "$1:$2" in
+	util:util) return 0 ;;
+	server:server | server:util) return 0 ;;
+	events:events | events:server | events:util) return 0 ;;
+	hello:hello | hello:server | hello:util) return 0 ;;
+	.:*) return 0 ;;
+	esac
+	return 1
+}
+
+edges=$(mktemp)
+trap 'rm -f "$edges"' EXIT
+files=$(cd "$SRC" && find . -name '*.[ch]' | sed 's|^\./||' | sort)
+[ -n "$files" ]
+ok $? "src/ has sources ($SRC)"
+
+for f in $files; do
+	from=$(dirname "$f")
+	bad=""
+	for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$SRC/$f"); do
+		to=$(dirname "$inc")
+		if [ "$to" = "." ]; then
+			bad="$bad $inc(no folder)"
+		elif [ ! -f "$SRC/$inc" ]; then
+			bad="$bad $inc(missing)"
+		elif ! allowed "$from" "$to"; then
+			bad="$bad $inc(upward)"
+		fi
+		echo "$from -> $to" >>"$edges"
+	done
+	if [ -z "$bad" ]; then
+		ok 0 "$f: includes point down"
+	else
+		ok 1 "$f: includes point down:$bad"
+	fi
+done
+
+sort -u "$edges" | sed 's/^/# edge: /'
+echo "1..$n"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,173 @@
+/*
+ * test_reply.c: the one reply path of workers and the status socket
+ * (http_answer_*, http_head, http_path_is) and the events API's JSON
+ * rendering (render.c). All pure: no sockets.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "events/render.h"
+#include "server/http.h"
+#include "util/config.h"
+
+#include "tap.h"
+
+static struct config cfg;
+
+/* The answer's body as a NUL-terminated string (test buffers only). */
+static const char *
+body_of(const struct http_answer *a)
+{
+	static char s[256];
+
+	snprintf(s, sizeof(s), "%.*s", (int)a->len, a->body);
+	return s;
+}
+
+static void
+test_errors(void)
+{
+	struct http_answer a;
+
+	http_answer_error(&a, 404, "not_found", NULL);
+	is_int(a.status, 404, "error: status");
+	is_str(a.content_type, "application/json", "error: JSON");
+	is_str(body_of(&a), "{\"error\":\"not_found\"}", "error: body");
+	is_int(a.len, strlen("{\"error\":\"not_found\"}"),
+	    "error: length counted, not hand-written");
+	ok(a.headers == NULL, "error: no extra headers");
+	http_answer_error(&a, 503, "unavailable", "Retry-After: 1\r\n");
+	is_str(a.headers, "Retry-After: 1\r\n", "error: headers kept");
+	http_answer_not_allowed(&a, "GET, HEAD");
+	is_int(a.status, 405, "405 status");
+	is_str(a.headers, "Allow: GET, HEAD\r\n", "405 Allow header");
+	is_str(body_of(&a), "{\"error\":\"method_not_allowed\"}", "405 body");
+	/* A code longer than the limit is cut, never overflows. */
+	http_answer_error(&a, 500, "x_x_x_x_x_x_x_x_x_x_x_x_x_x_x_x_x_x_x_x_"
+	    "x_x_x_x_x_x_x_x", NULL);
+	ok(a.len < sizeof(a.own_body), "a long code is bounded (%zu bytes)",
+	    a.len);
+}
+
+static void
+test_ping(void)
+{
+	static const char *const other[] = { "POST", "PUT", "DELETE", "get",
+	    "GETX", "HEA", "" };
+	struct http_answer a;
+	size_t i;
+
+	config_defaults(&cfg);
+	snprintf(cfg.ping_path, sizeof(cfg.ping_path), "/ping");
+	snprintf(cfg.ping_response, sizeof(cfg.ping_response), "pong");
+	ok(http_answer_ping(&a, &cfg, "GET", 3, "/ping", 5) == 1 &&
+	    a.status == 200 && strcmp(body_of(&a), "pong") == 0 &&
+	    strcmp(a.content_type, "text/plain") == 0, "GET /ping: pong");
+	ok(http_answer_ping(&a, &cfg, "HEAD", 4, "/ping", 5) == 1 &&
+	    a.status == 200, "HEAD /ping: 200");
+	for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+		ok(http_answer_ping(&a, &cfg, other[i], strlen(other[i]),
+		    "/ping", 5) == 1 && a.status == 405 &&
+		    strcmp(a.headers, "Allow: GET, HEAD\r\n") == 0,
+		    "method \"%s\" on /ping: 405", other[i]);
+	ok(http_answer_ping(&a, &cfg, "GET", 3, "/pin", 4) == 0,
+	    "/pin is not the ping path");
+	ok(http_answer_ping(&a, &cfg, "GET", 3, "/pingx", 6) == 0,
+	    "/pingx is not the ping path");
+	ok(http_answer_ping(&a, &cfg, "GET", 3, "/ping/", 6) == 0,
+	    "/ping/ is not the ping path");
+	ok(http_answer_ping(&a, &cfg, "GET", 3, "/ping\0x", 7) == 0,
+	    "a NUL inside the path does not match");
+	cfg.ping_path[0] = '\0';
+	ok(http_answer_ping(&a, &cfg, "GET", 3, "", 0) == 0,
+	    "ping off: the empty path is not it");
+}
+
+static void
+test_head(void)
+{
+	char head[HTTP_MAX_HEAD];
+	int n;
+
+	n = http_head(head, sizeof(head), 201, "application/json", 7, NULL);
+	is_str(head, "Status: 201 Created\r\nContent-Type: application/json\r\n"
+	    "Content-Length: 7\r\n\r\n", "head: status line, type, length");
+	is_int(n, (long long)strlen(head), "head: length returned");
+	ok(http_head(head, 40, 200, "text/plain", 1, NULL) == -1,
+	    "head: too small a buffer is -1");
+	ok(http_path_is("/a", 2, "/a"), "path_is: equal");
+	ok(!http_path_is("/a", 2, "/ab"), "path_is: a prefix is not equal");
+	ok(http_path_is("/ab", 2, "/a"), "path_is: only len bytes count");
+}
+
+/* The buffer's text, NUL-terminated (its memory has a byte to spare),
+ * or "OVERFLOW". */
+static const char *
+rendered(struct buf *b)
+{
+	if (b->overflow)
+		return "OVERFLOW";
+	b->p[b->len] = '\0';
+	return b->p;
+}
+
+static void
+test_render(void)
+{
+	char mem[512];
+	struct buf b;
+	struct store_event ev;
+
+	buf_init(&b, mem, sizeof(mem) - 1);
+	render_json_string(&b, "a\"b\\c\n\x01\x1f/\xc3\xa9", 11);
+	is_str(rendered(&b),
+	    "\"a\\\"b\\\\c\\u000a\\u0001\\u001f/\xc3\xa9\"",
+	    "string: quotes, backslash, controls escaped, UTF-8 kept");
+	buf_init(&b, mem, sizeof(mem) - 1);
+	render_json_string(&b, "", 0);
+	is_str(rendered(&b), "\"\"", "string: empty");
+	buf_init(&b, mem, sizeof(mem) - 1);
+	render_timestamp(&b, 0);
+	is_str(rendered(&b), "\"1970-01-01T00:00:00.000000Z\"",
+	    "timestamp: the epoch");
+	buf_init(&b, mem, sizeof(mem) - 1);
+	render_timestamp(&b, -1);
+	is_str(rendered(&b), "\"1969-12-31T23:59:59.999999Z\"",
+	    "timestamp: one microsecond before it");
+	buf_init(&b, mem, sizeof(mem) - 1);
+	render_timestamp(&b, INT64_C(1764547200123456));
+	is_str(rendered(&b), "\"2025-12-01T00:00:00.123456Z\"",
+	    "timestamp: microseconds kept");
+	memset(&ev, 0, sizeof(ev));
+	ev.id = 42;
+	ev.subject = "user-1";
+	ev.subject_len = 6;
+	ev.kind = "k\"";
+	ev.kind_len = 2;
+	ev.payload = "{\"a\": 1}";
+	ev.payload_len = 8;
+	ev.created_us = 0;
+	buf_init(&b, mem, sizeof(mem) - 1);
+	render_event(&b, &ev);
+	is_str(rendered(&b), "{\"id\":42,\"subject\":\"user-1\","
+	    "\"kind\":\"k\\\"\",\"payload\":{\"a\": 1},\"created_at\":"
+	    "\"1970-01-01T00:00:00.000000Z\"}",
+	    "event: payload verbatim, the rest escaped");
+	buf_init(&b, mem, 20);
+	render_event(&b, &ev);
+	ok(b.overflow && b.len <= 20, "event: a small buffer overflows, bounded");
+	buf_init(&b, mem, sizeof(mem) - 1);
+	render_claims(&b, "s", "events:read events:write");
+	is_str(rendered(&b),
+	    "{\"sub\":\"s\",\"scope\":\"events:read events:write\"}", "claims");
+}
+
+int
+main(void)
+{
+	test_errors();
+	test_ping();
+	test_head();
+	test_render();
+	return done_testing();
+}
