@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""
+test_apps.py: the server runs the application its configuration names
+(app =), and knows nothing of it beyond the table of server/app.h.
+
+- app = hello: every path and method is answered 200 {"ok":true} by the
+  pool behind nginx; nothing is written to PostgreSQL; the ping path and
+  the status page are the server's and work as with the events API; the
+  pool becomes ready and serves with PostgreSQL stopped (hello opens no
+  connection) and its workers hold no database backend.
+- The ping path is the server's for every application: GET and HEAD 200,
+  other methods 405 with Allow: GET, HEAD, on the pool socket and the
+  status socket alike (one reply path).
+- app = a name cfpm does not have: -t and a start fail (exit 1) with a
+  message naming the file, the key and the value; a reload to another
+  application is refused (it needs a restart) and the pool keeps
+  serving the first one.
+Output: TAP.
+"""
+
+import os
+import signal
+
+import cfpmtest as ct
+
+HELLO = b'{"ok":true}'
+
+
+def backends(st):
+    """Client backends of the events database (not our psql)."""
+    rows = st.psql_query("SELECT count(*) FROM pg_stat_activity WHERE "
+                         "datname = 'events' AND backend_type = "
+                         "'client backend' AND pid <> pg_backend_pid()")
+    return int(rows[0][0])
+
+
+def check_ping(st, who):
+    tap = st.tap
+    for m in ("GET", "HEAD"):
+        r = st.request(m, "/ping")
+        tap.is_(r.status, 200, "%s: %s /ping through nginx is 200" % (who, m))
+    r = st.get("/ping")
+    tap.is_(r.body, b"pong", "%s: GET /ping answers ping.response" % who)
+    for m in ("POST", "PUT", "DELETE"):
+        r = st.request(m, "/ping", body=b"{}")
+        tap.ok(r.status == 405 and r.header("allow") == "GET, HEAD",
+               "%s: %s /ping is 405 with Allow: GET, HEAD" % (who, m),
+               "got %r" % r)
+    for m, want in (("GET", 200), ("HEAD", 200), ("POST", 405)):
+        r = ct.fcgi_request(st.status_sock, m, "/ping")
+        tap.is_(r.status, want, "%s: %s /ping on the status socket is %d"
+                % (who, m, want))
+
+
+def check_hello(st):
+    tap = st.tap
+    rows = st.row_count()
+    c = st.start_cfpm({"app": "hello"})
+    for m, p in (("GET", "/"), ("GET", "/events/1"), ("POST", "/events"),
+                 ("GET", "/health"), ("PUT", "/anything?x=1"),
+                 ("DELETE", "/auth")):
+        r = st.request(m, p, body=b'{"kind":"x","payload":{}}'
+                       if m in ("POST", "PUT") else None)
+        tap.ok(r.status == 200 and r.body == HELLO and
+               r.header("content-type") == "application/json",
+               "hello: %s %s is 200 %s" % (m, p, HELLO.decode()),
+               "got %r" % r)
+    tap.is_(st.row_count(), rows, "hello: nothing was written to "
+            "PostgreSQL")
+    tap.is_(backends(st), 0, "hello: its workers hold no database "
+            "connection")
+    check_ping(st, "hello")
+    r = ct.fcgi_request(st.status_sock, "GET", "/status?json")
+    j = r.json() if r.status == 200 else {}
+    tap.ok(r.status == 200 and j.get("accepted conn", 0) >= 6,
+           "hello: the status page counts its requests",
+           "got %r" % r)
+    st.stop_cfpm(c)
+    st.stop_postgres()
+    try:
+        c = st.start_cfpm({"app": "hello"})
+        r = st.get("/events/1")
+        tap.ok(r.status == 200 and r.body == HELLO, "hello: ready and "
+               "serving with PostgreSQL stopped", "got %r" % r)
+        st.stop_cfpm(c)
+    finally:
+        st.start_postgres()
+
+
+def check_unknown(st):
+    tap = st.tap
+    conf = st.write_config({"app": "nosuch"})
+    rc, out = st.cfpm_test_config(conf)
+    tap.ok(rc == 1 and conf in out and 'app: no application named '
+           '"nosuch"' in out, "-t: an unknown app is refused with the "
+           "file, key and value", "rc %r, %r" % (rc, out))
+    c = st.spawn_cfpm(conf)
+    rc = c.popen.wait(timeout=20)
+    tap.is_(rc, 1, "start: an unknown app exits 1")
+    tap.like(ct.tail(c.log, 5), r'no application named "nosuch"',
+             "start: and says why")
+
+
+def check_reload_app(st):
+    tap = st.tap
+    c = st.start_cfpm()
+    with open(c.conf, "a") as f:
+        f.write("app = hello\n")
+    since = os.path.getsize(c.log)
+    os.kill(c.pid, signal.SIGHUP)
+    said = ct.wait_for(lambda: "needs a restart" in
+                       open(c.log).read()[since:], 10)
+    tap.ok(said, "reload to another app: refused, needs a restart",
+           ct.tail(c.log, 5))
+    r = st.get("/health")
+    tap.ok(r.status == 200 and r.json() == {"status": "ok"},
+           "reload refused: the events API still serves", "got %r" % r)
+    check_ping(st, "events")
+    st.stop_cfpm(c)
+
+
+def body(tap):
+    with ct.Stack(tap).setup() as st:
+        check_hello(st)
+        check_unknown(st)
+        check_reload_app(st)
+
+
+if __name__ == "__main__":
+    ct.main(body)
