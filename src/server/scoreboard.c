@@ -80,9 +80,8 @@ const char *
 scoreboard_reason_name(int reason)
 {
 	static const char *const names[] = {
-		[SB_REASON_START] = "start", [SB_REASON_EXIT] = "exit",
-		[SB_REASON_CRASH] = "crash", [SB_REASON_RECYCLE] = "recycle",
-		[SB_REASON_RELOAD] = "reload",
+		[SB_REASON_EXIT] = "exit", [SB_REASON_CRASH] = "crash",
+		[SB_REASON_RECYCLE] = "recycle", [SB_REASON_RELOAD] = "reload",
 		[SB_REASON_TERMINATE] = "terminate",
 	};
 

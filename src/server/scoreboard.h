@@ -28,8 +28,7 @@ enum sb_state {
 
 /* Why the master started a worker (respawn counters). */
 enum sb_reason {
-	SB_REASON_START = 0,	/* initial pool */
-	SB_REASON_EXIT,		/* a worker exited on its own */
+	SB_REASON_EXIT = 0,	/* a worker exited on its own */
 	SB_REASON_CRASH,	/* a worker was killed by a signal */
 	SB_REASON_RECYCLE,	/* pm.max_requests */
 	SB_REASON_RELOAD,	/* SIGHUP / SIGUSR2 */
