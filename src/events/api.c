@@ -139,7 +139,7 @@ api_authorize(struct api_ctx *ctx, struct http_request *r, const char *scope,
 	enum auth_result res;
 	enum jwt_err why;
 
-	ctx->slot->state = SB_AUTH;
+	sb_worker_phase(ctx->slot, SB_AUTH);
 	res = auth_check(ctx->auth, r->authorization, scope, time(NULL),
 	    claims, &why);
 	if (res == AUTH_OK)
@@ -167,8 +167,7 @@ api_db_error(struct api_ctx *ctx, struct http_request *r, enum db_status st)
 	/* The server's message may quote the request's values. */
 	esc_text(msg, sizeof(msg), e, strnlen(e, API_MAX_LOGGED_ERROR));
 	if (st == DB_UNAVAILABLE) {
-		snprintf(slot->db_error, sizeof(slot->db_error), "%s", msg);
-		slot->db_error_us = clock_now_us();
+		sb_worker_db_error(slot, msg, clock_now_us());
 		return api_error(r, 503, "unavailable", NULL);
 	}
 	if (st == DB_CANCELED) {
@@ -291,7 +290,7 @@ api_get_event(struct api_ctx *ctx, struct http_request *r, const char *id_s,
 		return rc;
 	if (api_parse_id(id_s, id_len, &id) == -1)
 		return api_error(r, 404, "not_found", NULL);
-	ctx->slot->state = SB_DB;
+	sb_worker_phase(ctx->slot, SB_DB);
 	st = db_read_event(ctx->db, id, claims.sub, &ev);
 	if (st == DB_NOT_FOUND)
 		return api_error(r, 404, "not_found", NULL);
@@ -302,7 +301,7 @@ api_get_event(struct api_ctx *ctx, struct http_request *r, const char *id_s,
 	db_event_release(&ev);
 	if (b.overflow)
 		return api_error(r, 500, "server_error", NULL);
-	ctx->slot->state = SB_WRITING;
+	sb_worker_phase(ctx->slot, SB_WRITING);
 	return http_reply(r, 200, API_JSON, NULL, b.p, b.len);
 }
 
@@ -343,7 +342,7 @@ api_post_event(struct api_ctx *ctx, struct http_request *r)
 		return api_error(r, 413, "payload_too_large", NULL);
 	if (!api_is_json_type(r->content_type))
 		return api_error(r, 415, "unsupported_media_type", NULL);
-	ctx->slot->state = SB_READING;
+	sb_worker_phase(ctx->slot, SB_READING);
 	switch (http_read_body(r, ctx->body, HTTP_MAX_BODY, &len)) {
 	case HTTP_BODY_TOO_LARGE:
 		return api_error(r, 413, "payload_too_large", NULL);
@@ -356,13 +355,13 @@ api_post_event(struct api_ctx *ctx, struct http_request *r)
 		rc = api_error(r, 400, "invalid_request", NULL);
 		goto done;
 	}
-	ctx->slot->state = SB_DB;
+	sb_worker_phase(ctx->slot, SB_DB);
 	st = db_insert_event(ctx->db, claims.sub, kind, payload, &id);
 	if (st != DB_OK) {
 		rc = api_db_error(ctx, r, st);
 		goto done;
 	}
-	ctx->slot->state = SB_WRITING;
+	sb_worker_phase(ctx->slot, SB_WRITING);
 	snprintf(body, sizeof(body), "{\"id\":%lld}", (long long)id);
 	rc = api_send(r, 201, NULL, body);
 done:
@@ -374,7 +373,7 @@ done:
 static int
 api_health(struct api_ctx *ctx, struct http_request *r)
 {
-	ctx->slot->state = SB_DB;
+	sb_worker_phase(ctx->slot, SB_DB);
 	if (db_ping(ctx->db) == DB_OK)
 		return api_send(r, 200, NULL, "{\"status\":\"ok\"}");
 	return api_send(r, 503, NULL, "{\"status\":\"unavailable\"}");

@@ -157,27 +157,29 @@ master_free_auth(struct master *m)
 	m->auth = NULL;
 }
 
-/* A worker of the current generation that is not on its way out. */
+/* A worker of the current generation that is not on its way out (a
+ * killed one is replaced when it is gone). */
 static int
-master_is_current(const struct master *m, const struct sb_slot *s)
+master_is_current(const struct master *m, const struct sb_view *v)
 {
-	return s->state != SB_FREE && s->generation == m->generation &&
-	    !s->retire && !s->signaled;
+	return (v->master.life == SB_LIFE_RUNNING ||
+	    v->master.life == SB_LIFE_KILLED) &&
+	    v->master.generation == m->generation && !v->retire;
 }
 
 static unsigned
 master_count(const struct master *m, int current, int ready_only)
 {
-	const struct sb_slot *s;
+	struct sb_view v;
 	unsigned i, n = 0;
 
 	for (i = 0; i < m->sb->nslots; i++) {
-		s = &m->sb->slots[i];
-		if (s->state == SB_FREE)
+		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
 			continue;
-		if (current && !master_is_current(m, s))
+		(void)scoreboard_read(&m->sb->slots[i], &v);
+		if (current && !master_is_current(m, &v))
 			continue;
-		if (ready_only && !(s->ready && s->state != SB_STARTING))
+		if (ready_only && !(v.ready && v.phase != SB_STARTING))
 			continue;
 		n++;
 	}
@@ -197,10 +199,8 @@ master_spawn(struct master *m)
 		return -1;
 	}
 	slot = &m->sb->slots[idx];
-	memset(slot, 0, sizeof(*slot));
-	slot->state = SB_STARTING;	/* before fork: the child overwrites */
-	slot->generation = m->generation;
-	slot->started_us = clock_now_us();
+	/* Before fork: the worker's part is the master's until then. */
+	scoreboard_claim(slot, m->generation, clock_now_us());
 	args.cfg = m->cfg;
 	args.auth = m->auth;
 	args.listen_fd = m->ls->fd;
@@ -211,23 +211,22 @@ master_spawn(struct master *m)
 	switch ((pid = fork())) {
 	case -1:
 		log_err("%s: fork() failed: %s", __func__, strerror(errno));
-		slot->state = SB_FREE;
+		scoreboard_release(slot);
 		return -1;
 	case 0:
-		slot->pid = getpid();
 		if (m->admin != NULL)
 			admin_forget(m->admin);	/* the master's, not ours */
 		worker_main(&args);
 	}
-	slot->pid = pid;
+	slot->master.pid = pid;
 	return 0;
 }
 
 /* Dying young (bad keys, crash at start): back off, no fork storm. */
 static void
-master_backoff(struct master *m, const struct sb_slot *slot, int status)
+master_backoff(struct master *m, const struct sb_view *v, int status)
 {
-	int64_t lived_ms = (clock_now_us() - slot->started_us) / 1000;
+	int64_t lived_ms = (clock_now_us() - v->master.started_us) / 1000;
 	int delay;
 
 	if (lived_ms >= MASTER_QUICK_DEATH_MS &&
@@ -249,24 +248,27 @@ static void
 master_note_death(struct master *m, struct sb_slot *slot, int status)
 {
 	enum sb_reason reason = SB_REASON_EXIT;
+	struct sb_view v;
 
+	(void)scoreboard_read(slot, &v);	/* it may have died mid-write */
 	if (WIFSIGNALED(status)) {
-		reason = slot->killed ? SB_REASON_TERMINATE : SB_REASON_CRASH;
-		if (!slot->signaled && !slot->killed)
+		reason = v.master.life == SB_LIFE_KILLED ?
+		    SB_REASON_TERMINATE : SB_REASON_CRASH;
+		if (v.master.life == SB_LIFE_RUNNING)	/* not our signal */
 			log_warn("worker %d killed by signal %d after %llu "
-			    "requests", (int)slot->pid, WTERMSIG(status),
-			    (unsigned long long)slot->requests);
+			    "requests", (int)v.master.pid, WTERMSIG(status),
+			    (unsigned long long)v.req.requests);
 	} else if (WEXITSTATUS(status) != 0)
-		log_warn("worker %d exited with status %d", (int)slot->pid,
+		log_warn("worker %d exited with status %d", (int)v.master.pid,
 		    WEXITSTATUS(status));
 	else
 		log_info("worker %d exited after %llu requests",
-		    (int)slot->pid, (unsigned long long)slot->requests);
+		    (int)v.master.pid, (unsigned long long)v.req.requests);
 	/* Retired on purpose: its replacement is already running. */
-	if (m->stop != MASTER_RUNNING || !master_is_current(m, slot))
+	if (m->stop != MASTER_RUNNING || !master_is_current(m, &v))
 		return;
 	m->sb->totals.respawns[reason]++;
-	master_backoff(m, slot, status);
+	master_backoff(m, &v, status);
 }
 
 /* A worker that exits may have taken a connection's wake-up with it:
@@ -274,11 +276,19 @@ master_note_death(struct master *m, struct sb_slot *slot, int status)
 static void
 master_poke_idle(struct master *m)
 {
+	struct sb_slot *s;
+	struct sb_view v;
 	unsigned i;
 
-	for (i = 0; i < m->sb->nslots; i++)
-		if (m->sb->slots[i].state == SB_IDLE && !m->sb->slots[i].signaled)
-			kill(m->sb->slots[i].pid, SIGUSR2);
+	for (i = 0; i < m->sb->nslots; i++) {
+		s = &m->sb->slots[i];
+		if (s->master.life == SB_LIFE_FREE ||
+		    s->master.life == SB_LIFE_RETIRING)
+			continue;
+		(void)scoreboard_read(s, &v);
+		if (v.phase == SB_IDLE)
+			kill(s->master.pid, SIGUSR2);
+	}
 }
 
 static void
@@ -291,7 +301,7 @@ master_reap(struct master *m)
 		if ((idx = scoreboard_find(m->sb, pid)) == -1)
 			continue;
 		master_note_death(m, &m->sb->slots[idx], status);
-		memset(&m->sb->slots[idx], 0, sizeof(m->sb->slots[idx]));
+		scoreboard_release(&m->sb->slots[idx]);
 		gone = 1;
 	}
 	if (gone && m->stop == MASTER_RUNNING)
@@ -304,8 +314,9 @@ master_signal_all(struct master *m, int sig)
 	unsigned i;
 
 	for (i = 0; i < m->sb->nslots; i++)
-		if (m->sb->slots[i].state != SB_FREE && m->sb->slots[i].pid > 0)
-			kill(m->sb->slots[i].pid, sig);
+		if (m->sb->slots[i].master.life != SB_LIFE_FREE &&
+		    m->sb->slots[i].master.pid > 0)
+			kill(m->sb->slots[i].master.pid, sig);
 }
 
 static void
@@ -374,7 +385,7 @@ master_reload(struct master *m)
 	m->reload_deadline_us = clock_now_us() +
 	    (int64_t)(next->process_control_timeout + 10) * 1000000;
 	for (i = 0; i < m->sb->nslots; i++)
-		if (m->sb->slots[i].state != SB_FREE)
+		if (m->sb->slots[i].master.life != SB_LIFE_FREE)
 			m->sb->totals.respawns[SB_REASON_RELOAD]++;
 	log_notice("reload: generation %u, %d workers", m->generation,
 	    next->max_children);
@@ -389,54 +400,70 @@ master_retire(struct master *m)
 	int late = m->reload_deadline_us != 0 &&
 	    clock_now_us() >= m->reload_deadline_us;
 	struct sb_slot *s;
+	struct sb_view v;
 	unsigned i;
 
 	for (i = 0; i < m->sb->nslots; i++) {
 		s = &m->sb->slots[i];
-		if (s->state == SB_FREE || master_is_current(m, s) ||
-		    s->signaled || !(enough || late))
+		/* Only SB_LIFE_RUNNING: the others were signalled already. */
+		if (s->master.life != SB_LIFE_RUNNING || !(enough || late))
 			continue;
-		if (s->retire && s->generation == m->generation)
+		(void)scoreboard_read(s, &v);
+		if (master_is_current(m, &v))
+			continue;
+		if (v.retire && v.master.generation == m->generation)
 			m->sb->totals.respawns[SB_REASON_RECYCLE]++;
-		s->signaled = 1;
-		kill(s->pid, SIGTERM);
+		s->master.life = SB_LIFE_RETIRING;
+		kill(s->master.pid, SIGTERM);
 	}
 }
 
-/* request_slowlog_timeout and request_terminate_timeout, from outside:
- * no ptrace, just the scoreboard. */
+/*
+ * request_slowlog_timeout and request_terminate_timeout, from outside:
+ * no ptrace, just the scoreboard. The slow log names each request once:
+ * the master remembers the request number it logged.
+ */
 static void
 master_timeouts(struct master *m)
 {
 	int64_t now = clock_now_us(), slow, term, elapsed;
 	struct status_request q;
 	struct sb_slot *s;
+	struct sb_view v;
+	uint64_t nr;
 	unsigned i;
 
 	slow = (int64_t)m->cfg->request_slowlog_timeout * 1000000;
 	term = (int64_t)m->cfg->request_terminate_timeout * 1000000;
 	for (i = 0; i < m->sb->nslots; i++) {
 		s = &m->sb->slots[i];
-		if (!scoreboard_busy(s) || s->req_start_us == 0)
+		if (s->master.life == SB_LIFE_FREE)
 			continue;
-		elapsed = now - s->req_start_us;
-		if (slow > 0 && elapsed > slow && !s->slow_logged) {
-			s->slow_logged = 1;
-			status_request(s, &q);	/* client bytes, escaped */
+		/* A torn record is used all the same: its worker is
+		 * stopped mid-update, and may be the one to kill. */
+		(void)scoreboard_read(s, &v);
+		if (!scoreboard_busy(&v) || v.req.start_us == 0)
+			continue;
+		elapsed = now - v.req.start_us;
+		nr = v.req.requests + 1;	/* the one in progress */
+		if (slow > 0 && elapsed > slow && s->master.slow_logged != nr) {
+			s->master.slow_logged = nr;
+			status_request(&v, &q);	/* client bytes, escaped */
 			m->sb->totals.slow++;
 			log_warn("slow request: worker %d, %s %s, phase %s, "
-			    "%.3f s elapsed", (int)s->pid, q.method, q.uri,
-			    scoreboard_state_name(s->state), elapsed / 1e6);
+			    "%.3f s elapsed", (int)s->master.pid, q.method,
+			    q.uri, scoreboard_phase_name(v.phase),
+			    elapsed / 1e6);
 		}
-		if (term > 0 && !s->killed &&
+		if (term > 0 && s->master.life != SB_LIFE_KILLED &&
 		    elapsed > term + MASTER_TERMINATE_GRACE_MS * 1000) {
-			s->killed = 1;
+			s->master.life = SB_LIFE_KILLED;
 			m->sb->totals.terminated++;
-			status_request(s, &q);
+			status_request(&v, &q);
 			log_warn("request_terminate_timeout: killing worker %d "
-			    "(%s %s, phase %s)", (int)s->pid, q.method, q.uri,
-			    scoreboard_state_name(s->state));
-			kill(s->pid, SIGKILL);
+			    "(%s %s, phase %s)", (int)s->master.pid, q.method,
+			    q.uri, scoreboard_phase_name(v.phase));
+			kill(s->master.pid, SIGKILL);
 		}
 	}
 }
@@ -444,11 +471,16 @@ master_timeouts(struct master *m)
 static unsigned
 master_busy(const struct master *m)
 {
+	struct sb_view v;
 	unsigned i, n = 0;
 
-	for (i = 0; i < m->sb->nslots; i++)
-		if (scoreboard_busy(&m->sb->slots[i]))
+	for (i = 0; i < m->sb->nslots; i++) {
+		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
+			continue;
+		(void)scoreboard_read(&m->sb->slots[i], &v);
+		if (scoreboard_busy(&v))
 			n++;
+	}
 	return n;
 }
 
@@ -469,16 +501,19 @@ static void
 master_status_line(struct master *m)
 {
 	int64_t now = clock_now_us();
-	uint64_t acc = m->sb->totals.accepted;
 	unsigned total = master_count(m, 0, 0), busy = master_busy(m);
+	struct sb_totals t;
+	uint64_t acc;
 	char msg[256];
 
 	if (now < m->next_status_us)
 		return;
+	scoreboard_totals(m->sb, &t);
+	acc = t.accepted;
 	snprintf(msg, sizeof(msg), "STATUS=Processes active: %u, idle: %u, "
 	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", busy,
 	    total - busy, (unsigned long long)acc,
-	    (unsigned long long)m->sb->totals.slow,
+	    (unsigned long long)t.slow,
 	    m->next_status_us ? (acc - m->last_accepted) /
 	    (MASTER_STATUS_US / 1e6) : 0.0);
 	notify_send(msg);
@@ -513,37 +548,41 @@ static void
 master_db_state(struct master *m)
 {
 	char reason[SCOREBOARD_DB_ERROR_LEN + 64];
-	const struct sb_slot *s, *why = NULL;
+	struct sb_db_error why, e;
 	int64_t now = clock_now_us();
 	unsigned i, live = 0, down = 0;
+	struct sb_totals t;
+	struct sb_view v;
 
+	why.at_us = 0;
 	for (i = 0; i < m->sb->nslots; i++) {
-		s = &m->sb->slots[i];
-		if (s->state == SB_FREE || s->state == SB_STARTING ||
-		    s->state == SB_EXITING)
+		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
+			continue;
+		(void)scoreboard_read(&m->sb->slots[i], &v);
+		if (v.phase == SB_STARTING || v.phase == SB_EXITING)
 			continue;
 		live++;
-		if (s->db_ok)
+		if (v.db_ok)
 			continue;
 		down++;
-		if (s->db_error_us > m->db_back_us && (why == NULL ||
-		    s->db_error_us > why->db_error_us))
-			why = s;
+		/* A torn copy (its writer stopped) is not a reason. */
+		if (scoreboard_read_db_error(&m->sb->slots[i], &e) == 0 &&
+		    e.at_us > m->db_back_us && e.at_us > why.at_us)
+			why = e;
 	}
+	scoreboard_totals(m->sb, &t);
 	if (!m->db_down && down == 0) {
 		m->db_lost_us = 0;
-		m->db_503_base = m->sb->totals.unavailable;
+		m->db_503_base = t.unavailable;
 		return;
 	}
 	if (!m->db_down) {
 		if (m->db_lost_us == 0)
 			m->db_lost_us = now;
-		if (why == NULL && now - m->db_lost_us < MASTER_DB_REASON_US)
+		if (why.at_us == 0 && now - m->db_lost_us < MASTER_DB_REASON_US)
 			return;
-		if (why != NULL)	/* the worker may be rewriting it */
-			snprintf(reason, sizeof(reason), "%.*s",
-			    (int)strnlen(why->db_error, sizeof(why->db_error)),
-			    why->db_error);
+		if (why.at_us != 0)
+			snprintf(reason, sizeof(reason), "%s", why.text);
 		else
 			snprintf(reason, sizeof(reason), "%u of %u workers "
 			    "without a connection", down, live);
@@ -555,7 +594,7 @@ master_db_state(struct master *m)
 		return;
 	log_notice("database back after %.1f s, %llu requests answered 503",
 	    (double)(now - m->db_lost_us) / 1e6, (unsigned long long)
-	    (m->sb->totals.unavailable - m->db_503_base));
+	    (t.unavailable - m->db_503_base));
 	m->db_down = 0;
 	m->db_back_us = now;
 }
@@ -637,10 +676,10 @@ master_fill_status(struct status_view *v, void *arg)
 	memset(v, 0, sizeof(*v));
 	for (i = 0; i < m->sb->nslots; i++) {
 		rss[i] = -1;
-		if (m->sb->slots[i].state == SB_FREE)
+		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/statm",
-		    (int)m->sb->slots[i].pid);
+		    (int)m->sb->slots[i].master.pid);
 		if ((f = fopen(path, "re")) == NULL)
 			continue;
 		if (fscanf(f, "%ld %ld", &pages, &resident) == 2)

@@ -159,7 +159,7 @@ worker_timer(int seconds)
 
 static void
 worker_log_access(const struct config *cfg, const struct http_request *r,
-    const struct sb_slot *slot)
+    int64_t duration_us, int64_t cpu_us)
 {
 	struct accesslog_entry e;
 
@@ -170,21 +170,11 @@ worker_log_access(const struct config *cfg, const struct http_request *r,
 	e.path_len = r->path_len;
 	e.request_id = r->request_id;
 	e.status = r->status;
-	e.duration_us = slot->last_duration_us;
-	e.cpu_us = slot->last_cpu_us;
-	e.pid = slot->pid;
+	e.duration_us = duration_us;
+	e.cpu_us = cpu_us;
+	e.pid = getpid();
 	e.time = (int64_t)time(NULL);
 	accesslog_write(cfg->access_format, &e);
-}
-
-/* The scoreboard's copy of a request field: truncated, NUL-terminated. */
-static void
-worker_copy(char *dst, size_t cap, const char *src, size_t len)
-{
-	if (len >= cap)
-		len = cap - 1;
-	memcpy(dst, src, len);
-	dst[len] = '\0';
 }
 
 static void
@@ -193,21 +183,19 @@ worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
 {
 	struct http_request r;
 	int timeout = ctx->cfg->request_terminate_timeout;
+	int64_t start = clock_now_us(), duration, cpu;
 
-	slot->slow_logged = 0;
-	slot->req_start_us = clock_now_us();
-	slot->state = SB_READING;
+	sb_worker_phase(slot, SB_READING);
 	if (timeout > 0)
 		worker_timer(timeout);
 	http_request_init(&r, req);
-	worker_copy(slot->method, sizeof(slot->method), r.method,
-	    strlen(r.method));
-	worker_copy(slot->uri, sizeof(slot->uri), r.path, r.path_len);
+	sb_worker_begin(slot, r.method, strlen(r.method), r.path, r.path_len,
+	    start);
 	db_watch_client(ctx->db, http_client_fd(&r));
 	if (api_handle(ctx, &r) == -1 || db_client_gone(ctx->db)) {
 		/* Client bytes: escaped (esc.h) and bounded. */
-		char m[ESC_SIZE(sizeof(slot->method))];
-		char p[ESC_SIZE(sizeof(slot->uri))];
+		char m[ESC_SIZE(SCOREBOARD_METHOD_LEN)];
+		char p[ESC_SIZE(SCOREBOARD_URI_LEN)];
 
 		esc_text(m, sizeof(m), r.method, strlen(r.method));
 		esc_text(p, sizeof(p), r.path, r.path_len);
@@ -217,17 +205,13 @@ worker_serve(struct api_ctx *ctx, FCGX_Request *req, struct scoreboard *sb,
 	db_watch_client(ctx->db, -1);
 	if (timeout > 0)
 		worker_timer(0);
-	slot->last_duration_us = clock_now_us() - slot->req_start_us;
-	slot->last_cpu_us = worker_cpu_since_last();
-	slot->last_status = r.status;
-	slot->req_start_us = 0;
-	slot->state = SB_IDLE;
-	slot->requests++;
-	slot->db_ok = db_is_up(ctx->db);
-	if (slot->db_ok)
-		slot->ready = 1;
+	duration = clock_now_us() - start;
+	cpu = worker_cpu_since_last();
+	sb_worker_end(slot, r.status, duration, cpu);
+	sb_worker_phase(slot, SB_IDLE);
+	sb_worker_db(slot, db_is_up(ctx->db));
 	scoreboard_count(sb, r.status);
-	worker_log_access(ctx->cfg, &r, slot);
+	worker_log_access(ctx->cfg, &r, duration, cpu);
 }
 
 /*
@@ -260,10 +244,10 @@ static void
 worker_between_requests(struct sb_slot *slot, unsigned long long limit)
 {
 	/* Recycling: keep serving until the master has a replacement. */
-	if (limit != 0 && slot->requests >= limit && !slot->retire) {
+	if (limit != 0 && sb_worker_requests(slot) >= limit &&
+	    sb_worker_retire(slot)) {
 		log_info("pm.max_requests reached after %llu requests",
-		    (unsigned long long)slot->requests);
-		slot->retire = 1;
+		    (unsigned long long)sb_worker_requests(slot));
 		worker_kick_master();
 	}
 }
@@ -346,9 +330,9 @@ worker_wait_conn(struct db *db, int listen_fd, struct sb_slot *slot)
 		else
 			db_idle_check(db);
 	}
-	if (!db_is_up(db) && db_usable(db))
-		slot->db_ok = slot->ready = 1;
-	slot->db_ok = db_is_up(db);
+	if (!db_is_up(db))
+		(void)db_usable(db);	/* reconnects when it is time */
+	sb_worker_db(slot, db_is_up(db));
 	/* Poked or timed out: look at the socket anyway (EAGAIN is cheap). */
 	return conn || n <= 0;
 }
@@ -383,11 +367,11 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 		log_err("%s: epoll: %s", __func__, strerror(errno));
 		return;
 	}
-	slot->state = SB_IDLE;
+	sb_worker_phase(slot, SB_IDLE);
 	(void)worker_cpu_since_last();	/* the first request counts from here */
 	worker_kick_master();		/* ready: a replacement may retire one */
 	while (!worker_stop) {
-		slot->state = SB_IDLE;
+		sb_worker_phase(slot, SB_IDLE);
 		if (!worker_wait_conn(ctx->db, listen_fd, slot))
 			continue;
 		if ((fd = conn_accept(listen_fd)) == -1) {
@@ -398,7 +382,7 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 			    strerror(errno));
 			break;
 		}
-		slot->state = SB_READING;
+		sb_worker_phase(slot, SB_READING);
 		worker_reopen_logs();
 		if (!conn_read_request(fd, &req, &pol))
 			continue;
@@ -406,7 +390,7 @@ worker_loop(struct api_ctx *ctx, int listen_fd, struct scoreboard *sb,
 		conn_finish(&req);
 		worker_between_requests(slot, limit);
 	}
-	slot->state = SB_EXITING;
+	sb_worker_phase(slot, SB_EXITING);
 	FCGX_Free(&req, 1);
 }
 
@@ -454,7 +438,7 @@ worker_main(const struct worker_args *args)
 		goto done;
 	}
 	worker_db = ctx.db;
-	slot->db_ok = slot->ready = db_is_up(ctx.db);
+	sb_worker_db(slot, db_is_up(ctx.db));
 	if (args->cfg->worker_seccomp && sandbox_filter(args->master) == -1)
 		goto done;
 	worker_loop(&ctx, args->listen_fd, args->sb, slot,

@@ -33,16 +33,22 @@ fill(struct scoreboard *sb)
 	struct sb_slot *s;
 	int i;
 
+	char longuri[SCOREBOARD_URI_LEN];
+
+	/* A URI as long as the slot, with no room for anything else. */
+	memset(longuri, '\n', sizeof(longuri));
 	for (i = 0; i < T_SLOTS; i++) {
 		s = &sb->slots[i];
-		s->pid = 1000 + i;
-		s->state = i == 1 ? SB_DB : SB_IDLE;
-		s->req_start_us = i == 1 ? 1 : 0;
-		snprintf(s->method, sizeof(s->method), "%s", methods[i]);
-		snprintf(s->uri, sizeof(s->uri), "%s", uris[i]);
+		scoreboard_claim(s, 0, 0);
+		s->master.pid = 1000 + i;
+		sb_worker_phase(s, i == 1 ? SB_DB : SB_IDLE);
+		if (i == 3)
+			sb_worker_begin(s, methods[i], strlen(methods[i]),
+			    longuri, sizeof(longuri), 0);
+		else
+			sb_worker_begin(s, methods[i], strlen(methods[i]),
+			    uris[i], strlen(uris[i]), i == 1 ? 1 : 0);
 	}
-	/* A URI as long as the slot, with no room for anything else. */
-	memset(sb->slots[3].uri, '\n', sizeof(sb->slots[3].uri) - 1);
 }
 
 static long
