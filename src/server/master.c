@@ -3,7 +3,10 @@
  * acts on them between ppoll() calls, the nginx way. Workers are grouped
  * in generations: a reload or a recycle starts replacements first and
  * retires the old workers only once the replacements are ready, so the
- * pool never shrinks and no queued connection is dropped.
+ * pool never shrinks and no queued connection is dropped. What to start,
+ * whom to retire, how long to back off and when the pool is ready are
+ * pool.c's decisions over a snapshot of the scoreboard; this file forks,
+ * signals, reaps, logs and talks to systemd.
  */
 #include "server/master.h"
 
@@ -24,6 +27,7 @@
 #include "server/conn.h"
 #include "util/log.h"
 #include "server/notify.h"
+#include "server/pool.h"
 #include "util/readfile.h"
 #include "server/sandbox.h"
 #include "server/scoreboard.h"
@@ -51,14 +55,12 @@ struct master {
 	struct admin		*admin;		/* NULL without status_listen */
 	int			 kick_fd;	/* eventfd the workers write to */
 	struct scoreboard	*sb;
-	unsigned		 generation;
+	struct pool		 pool;		/* generation, backoff, ready */
+	struct pool_slot	 snap[MASTER_SLOTS];	/* master_snapshot() */
+	enum pool_retire	 act[MASTER_SLOTS];	/* pool_retire()'s */
 	enum master_stop	 stop;
 	int64_t			 stop_deadline_us;
 	int			 killed;	/* SIGKILL sent at deadline */
-	int			 quick_deaths;	/* in a row */
-	int64_t			 next_spawn_us;
-	int			 ready_sent;	/* READY=1 for this generation */
-	int64_t			 reload_deadline_us;	/* 0: no reload */
 	int64_t			 next_status_us;
 	int64_t			 next_watchdog_us;
 	uint64_t		 last_accepted;	/* for req/s in STATUS= */
@@ -157,32 +159,31 @@ master_free_auth(struct master *m)
 	m->auth = NULL;
 }
 
-/* A worker of the current generation that is not on its way out (a
- * killed one is replaced when it is gone). */
-static int
-master_is_current(const struct master *m, const struct sb_view *v)
-{
-	return (v->master.life == SB_LIFE_RUNNING ||
-	    v->master.life == SB_LIFE_KILLED) &&
-	    v->master.generation == m->generation && !v->retire;
-}
-
-static unsigned
-master_count(const struct master *m, int current, int ready_only)
+/* The policy's view of every slot, read now (pool.h). */
+static void
+master_snapshot(struct master *m)
 {
 	struct sb_view v;
-	unsigned i, n = 0;
+	unsigned i;
 
 	for (i = 0; i < m->sb->nslots; i++) {
+		memset(&m->snap[i], 0, sizeof(m->snap[i]));
 		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
 			continue;
 		(void)scoreboard_read(&m->sb->slots[i], &v);
-		if (current && !master_is_current(m, &v))
-			continue;
-		if (ready_only && !(v.ready && v.phase != SB_STARTING))
-			continue;
-		n++;
+		pool_slot_from(&m->snap[i], &v);
 	}
+}
+
+/* Slots holding a process (the master's own part: no snapshot needed). */
+static unsigned
+master_live(const struct master *m)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < m->sb->nslots; i++)
+		if (m->sb->slots[i].master.life != SB_LIFE_FREE)
+			n++;
 	return n;
 }
 
@@ -200,7 +201,7 @@ master_spawn(struct master *m)
 	}
 	slot = &m->sb->slots[idx];
 	/* Before fork: the worker's part is the master's until then. */
-	scoreboard_claim(slot, m->generation, clock_now_us());
+	scoreboard_claim(slot, m->pool.generation, clock_now_us());
 	args.cfg = m->cfg;
 	args.auth = m->auth;
 	args.listen_fd = m->ls->fd;
@@ -222,38 +223,17 @@ master_spawn(struct master *m)
 	return 0;
 }
 
-/* Dying young (bad keys, crash at start): back off, no fork storm. */
-static void
-master_backoff(struct master *m, const struct sb_view *v, int status)
-{
-	int64_t lived_ms = (clock_now_us() - v->master.started_us) / 1000;
-	int delay;
-
-	if (lived_ms >= MASTER_QUICK_DEATH_MS &&
-	    !(WIFEXITED(status) && WEXITSTATUS(status) != 0)) {
-		m->quick_deaths = 0;
-		return;
-	}
-	delay = MASTER_BACKOFF_MIN_MS << (m->quick_deaths < 7 ?
-	    m->quick_deaths : 7);
-	if (delay > MASTER_BACKOFF_MAX_MS)
-		delay = MASTER_BACKOFF_MAX_MS;
-	m->quick_deaths++;
-	m->next_spawn_us = clock_now_us() + (int64_t)delay * 1000;
-	log_warn("worker died %lld ms after start; next start in %d ms",
-	    (long long)lived_ms, delay);
-}
-
 static void
 master_note_death(struct master *m, struct sb_slot *slot, int status)
 {
-	enum sb_reason reason = SB_REASON_EXIT;
+	struct pool_death d;
+	struct pool_slot ps;
 	struct sb_view v;
 
 	(void)scoreboard_read(slot, &v);	/* it may have died mid-write */
+	pool_slot_from(&ps, &v);
+	pool_death(&m->pool, &ps, status, clock_now_us(), &d);
 	if (WIFSIGNALED(status)) {
-		reason = v.master.life == SB_LIFE_KILLED ?
-		    SB_REASON_TERMINATE : SB_REASON_CRASH;
 		if (v.master.life == SB_LIFE_RUNNING)	/* not our signal */
 			log_warn("worker %d killed by signal %d after %llu "
 			    "requests", (int)v.master.pid, WTERMSIG(status),
@@ -264,11 +244,13 @@ master_note_death(struct master *m, struct sb_slot *slot, int status)
 	else
 		log_info("worker %d exited after %llu requests",
 		    (int)v.master.pid, (unsigned long long)v.req.requests);
-	/* Retired on purpose: its replacement is already running. */
-	if (m->stop != MASTER_RUNNING || !master_is_current(m, &v))
+	if (!d.respawn)
 		return;
-	m->sb->totals.respawns[reason]++;
-	master_backoff(m, &v, status);
+	m->sb->totals.respawns[d.reason]++;
+	/* Dying young (bad keys, crash at start): no fork storm. */
+	if (d.delay_ms > 0)
+		log_warn("worker died %lld ms after start; next start in %d ms",
+		    (long long)d.lived_ms, d.delay_ms);
 }
 
 /* A worker that exits may have taken a connection's wake-up with it:
@@ -327,6 +309,7 @@ master_begin_stop(struct master *m, enum master_stop how)
 	if (m->stop == MASTER_FAST || m->stop == how)
 		return;
 	m->stop = how;
+	m->pool.stopping = 1;
 	notify_send("STOPPING=1");
 	if (how == MASTER_GRACEFUL) {
 		log_notice("graceful stop: finishing in-flight requests");
@@ -355,7 +338,6 @@ master_reload(struct master *m)
 	char err[CONFIG_ERR_LEN];
 	struct config *next = malloc(sizeof(*next));
 	struct auth *keys = malloc(sizeof(*keys));
-	unsigned i;
 
 	if (next == NULL || keys == NULL || master_load_config(next, keys,
 	    m->config_path, m->children, err) == -1) {
@@ -377,41 +359,30 @@ master_reload(struct master *m)
 	m->cfg = next;
 	master_free_auth(m);	/* running workers keep their own copy */
 	m->auth = keys;
-	m->generation++;
-	m->ready_sent = 0;
-	m->quick_deaths = 0;
-	m->next_spawn_us = 0;
+	master_snapshot(m);
+	m->sb->totals.respawns[SB_REASON_RELOAD] += pool_reload(&m->pool,
+	    m->snap, m->sb->nslots, (unsigned)next->max_children,
+	    next->process_control_timeout, clock_now_us());
 	m->sb->totals.reloads++;
-	m->reload_deadline_us = clock_now_us() +
-	    (int64_t)(next->process_control_timeout + 10) * 1000000;
-	for (i = 0; i < m->sb->nslots; i++)
-		if (m->sb->slots[i].master.life != SB_LIFE_FREE)
-			m->sb->totals.respawns[SB_REASON_RELOAD]++;
-	log_notice("reload: generation %u, %d workers", m->generation,
+	log_notice("reload: generation %u, %d workers", m->pool.generation,
 	    next->max_children);
 }
 
 /* Retires workers replaced by a reload or a recycle once the current
  * generation is fully ready (or the reload has waited long enough). */
 static void
-master_retire(struct master *m)
+master_retire(struct master *m, int64_t now)
 {
-	int enough = master_count(m, 1, 1) >= (unsigned)m->cfg->max_children;
-	int late = m->reload_deadline_us != 0 &&
-	    clock_now_us() >= m->reload_deadline_us;
 	struct sb_slot *s;
-	struct sb_view v;
 	unsigned i;
 
+	if (pool_retire(&m->pool, m->snap, m->sb->nslots, now, m->act) == 0)
+		return;
 	for (i = 0; i < m->sb->nslots; i++) {
+		if (m->act[i] == POOL_KEEP)
+			continue;
 		s = &m->sb->slots[i];
-		/* Only SB_LIFE_RUNNING: the others were signalled already. */
-		if (s->master.life != SB_LIFE_RUNNING || !(enough || late))
-			continue;
-		(void)scoreboard_read(s, &v);
-		if (master_is_current(m, &v))
-			continue;
-		if (v.retire && v.master.generation == m->generation)
+		if (m->act[i] == POOL_RECYCLE)
 			m->sb->totals.respawns[SB_REASON_RECYCLE]++;
 		s->master.life = SB_LIFE_RETIRING;
 		kill(s->master.pid, SIGTERM);
@@ -424,9 +395,9 @@ master_retire(struct master *m)
  * the master remembers the request number it logged.
  */
 static void
-master_timeouts(struct master *m)
+master_timeouts(struct master *m, int64_t now)
 {
-	int64_t now = clock_now_us(), slow, term, elapsed;
+	int64_t slow, term, elapsed;
 	struct status_request q;
 	struct sb_slot *s;
 	struct sb_view v;
@@ -501,7 +472,7 @@ static void
 master_status_line(struct master *m)
 {
 	int64_t now = clock_now_us();
-	unsigned total = master_count(m, 0, 0), busy = master_busy(m);
+	unsigned total = master_live(m), busy = master_busy(m);
 	struct sb_totals t;
 	uint64_t acc;
 	char msg[256];
@@ -524,15 +495,10 @@ master_status_line(struct master *m)
 static void
 master_ready(struct master *m)
 {
-	unsigned old = master_count(m, 0, 0) - master_count(m, 1, 0);
-
-	if (m->ready_sent ||
-	    master_count(m, 1, 1) < (unsigned)m->cfg->max_children || old > 0)
+	if (!pool_ready(&m->pool, m->snap, m->sb->nslots))
 		return;
-	m->ready_sent = 1;
-	m->reload_deadline_us = 0;
 	notify_send("READY=1");
-	log_notice("pool ready: generation %u, %d workers", m->generation,
+	log_notice("pool ready: generation %u, %d workers", m->pool.generation,
 	    m->cfg->max_children);
 }
 
@@ -602,17 +568,18 @@ master_db_state(struct master *m)
 static void
 master_maintain(struct master *m)
 {
-	unsigned current = master_count(m, 1, 0);
 	int64_t now = clock_now_us(), wd = notify_watchdog_us();
+	unsigned n, spawned = 0;
 
-	while (current < (unsigned)m->cfg->max_children &&
-	    clock_now_us() >= m->next_spawn_us) {
+	master_snapshot(m);
+	for (n = pool_to_spawn(&m->pool, m->snap, m->sb->nslots, now); n > 0;
+	    n--, spawned++)
 		if (master_spawn(m) == -1)
 			break;
-		current++;
-	}
-	master_retire(m);
-	master_timeouts(m);
+	if (spawned > 0)
+		master_snapshot(m);
+	master_retire(m, now);
+	master_timeouts(m, now);
 	master_sample(m);
 	master_db_state(m);
 	master_ready(m);
@@ -655,7 +622,7 @@ master_handle_flags(struct master *m)
 static int
 master_timeout_ms(const struct master *m)
 {
-	if (m->stop != MASTER_RUNNING || !m->ready_sent ||
+	if (m->stop != MASTER_RUNNING || !m->pool.ready_sent ||
 	    m->cfg->request_slowlog_timeout > 0 ||
 	    m->cfg->request_terminate_timeout > 0)
 		return MASTER_TICK_MS;
@@ -689,7 +656,7 @@ master_fill_status(struct status_view *v, void *arg)
 	v->pool = m->cfg->pool_name;
 	v->sb = m->sb;
 	v->rss_kb = rss;
-	v->generation = m->generation;
+	v->generation = m->pool.generation;
 	v->listen_known = listen_queue(m->ls, &v->listen_queue,
 	    &v->listen_queue_len) == 0;
 	v->max_children_reached = m->children_reached;
@@ -765,6 +732,7 @@ master_init(struct master *m, struct config *cfg, struct auth *auth,
 	if ((m->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
 		fatal("%s: eventfd: %s", __func__, strerror(errno));
 	m->sb->totals.start_time = (int64_t)time(NULL);
+	pool_init(&m->pool, (unsigned)own->max_children);
 	notify_init();
 	if (own->status_listen[0] != '\0' &&
 	    (m->admin = admin_open(own)) == NULL)
@@ -787,11 +755,11 @@ master_run(struct config *cfg, struct auth *auth, const char *config_path,
 		master_handle_flags(&m);
 		if (m.stop == MASTER_RUNNING)
 			master_maintain(&m);
-		else if (master_count(&m, 0, 0) == 0)
+		else if (master_live(&m) == 0)
 			break;
 		else if (!m.killed && clock_now_us() >= m.stop_deadline_us) {
 			log_warn("stop timeout: killing %u workers",
-			    master_count(&m, 0, 0));
+			    master_live(&m));
 			master_signal_all(&m, SIGKILL);
 			m.killed = 1;
 		}
