@@ -105,6 +105,15 @@ sim_ready(struct sim *m, int first, int n)
 		m->s[i].ready = 1;
 }
 
+/* A pool of max_children started and ready at time 0. */
+static void
+sim_serving(struct sim *m, unsigned max_children)
+{
+	sim_init(m, max_children);
+	sim_spawn(m, NULL);
+	sim_ready(m, 0, (int)max_children);
+}
+
 /* 1 if act[] retires exactly the slots in want (a -1 terminated list)
  * with the action given beside each. */
 static int
@@ -156,9 +165,7 @@ test_recycle(void)
 
 	diag("recycle: a worker asks to go; it goes when its replacement "
 	    "is ready");
-	sim_init(&m, 2);
-	sim_spawn(&m, NULL);
-	sim_ready(&m, 0, 2);
+	sim_serving(&m, 2);
 	is_int(pool_ready(&m.p, m.s, T_SLOTS), 1, "recycle: pool ready");
 	m.now = 60 * T_S;
 	m.s[0].retire = 1;
@@ -189,9 +196,7 @@ test_reload_during_recycle(void)
 	int d = -1;
 
 	diag("reload during a recycle: the replacement is still starting");
-	sim_init(&m, 2);
-	sim_spawn(&m, NULL);
-	sim_ready(&m, 0, 2);
+	sim_serving(&m, 2);
 	(void)pool_ready(&m.p, m.s, T_SLOTS);
 	m.now = 10 * T_S;
 	m.s[0].retire = 1;			/* A asks to go */
@@ -228,9 +233,7 @@ test_reload_during_recycle(void)
 
 	diag("reload during a recycle: the recycled worker is already "
 	    "leaving");
-	sim_init(&m, 2);
-	sim_spawn(&m, NULL);
-	sim_ready(&m, 0, 2);
+	sim_serving(&m, 2);
 	m.s[0].retire = 1;
 	sim_spawn(&m, NULL);
 	sim_ready(&m, 2, 1);
@@ -252,9 +255,7 @@ test_reload_during_reload(void)
 	struct sim m;
 
 	diag("reload during a reload: each worker is replaced once");
-	sim_init(&m, 2);
-	sim_spawn(&m, NULL);
-	sim_ready(&m, 0, 2);
+	sim_serving(&m, 2);
 	sim_reload(&m, 2);
 	is_int(sim_spawn(&m, NULL), 2, "reload twice: generation 1 starts");
 	sim_reload(&m, 2);
@@ -279,9 +280,7 @@ test_crash_during_reload(void)
 
 	diag("crash during a reload: backoff, and the old generation serves "
 	    "until ready or the deadline");
-	sim_init(&m, 2);
-	sim_spawn(&m, NULL);
-	sim_ready(&m, 0, 2);
+	sim_serving(&m, 2);
 	(void)pool_ready(&m.p, m.s, T_SLOTS);
 	m.now = 10 * T_S;
 	sim_reload(&m, 2);
@@ -403,9 +402,7 @@ test_deaths(void)
 	struct sim m;
 
 	diag("deaths: reasons, and which count");
-	sim_init(&m, 4);
-	sim_spawn(&m, NULL);
-	sim_ready(&m, 0, 4);
+	sim_serving(&m, 4);
 	m.now = T_LONG;
 	m.s[0].life = SB_LIFE_KILLED;	/* request_terminate_timeout */
 	is_int(pool_to_spawn(&m.p, m.s, T_SLOTS, m.now), 0, "deaths: a "
@@ -428,9 +425,7 @@ test_deaths(void)
 	    "counted)");
 
 	diag("retire: a worker already signalled is left alone");
-	sim_init(&m, 1);
-	sim_spawn(&m, NULL);
-	sim_ready(&m, 0, 1);
+	sim_serving(&m, 1);
 	sim_reload(&m, 1);
 	m.s[0].life = SB_LIFE_KILLED;	/* old, and past its timeout */
 	sim_spawn(&m, NULL);
@@ -450,9 +445,7 @@ test_ready(void)
 	struct sim m;
 
 	diag("readiness: every old worker gone, max_children current ready");
-	sim_init(&m, 2);
-	sim_spawn(&m, NULL);
-	sim_ready(&m, 0, 2);
+	sim_serving(&m, 2);
 	sim_reload(&m, 3);			/* and grows to 3 */
 	is_int(sim_spawn(&m, NULL), 3, "ready: the grown generation: 3");
 	sim_ready(&m, 2, 3);
@@ -492,9 +485,7 @@ test_stop(void)
 	struct sim m;
 
 	diag("graceful stop: no spawning, no respawn, no backoff");
-	sim_init(&m, 3);
-	sim_spawn(&m, NULL);
-	sim_ready(&m, 0, 3);
+	sim_serving(&m, 3);
 	m.now = 200 * T_MS;
 	m.p.stopping = 1;
 	is_int(sim_die(&m, 0, EXITED(0)), 0, "stop: a worker leaving is no "

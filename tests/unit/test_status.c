@@ -49,6 +49,32 @@ static const char *const worker_keys[] = {
 };
 #define T_WORKER_KEYS	(sizeof(worker_keys) / sizeof(worker_keys[0]))
 
+/* The pool figures fill() leads to, by their key in text and JSON. */
+static const struct {
+	const char	*key;
+	long long	 value;
+	const char	*why;	/* shown after the key */
+} figures[] = {
+	{ "start since", 100, "(from start_time)" },
+	{ "accepted conn", 6, "(the workers' atomic adds)" },
+	{ "listen queue", 2, "" },
+	{ "max listen queue", 9, "" },
+	{ "listen queue len", 128, "" },
+	{ "idle processes", 3, "(one starting: neither)" },
+	{ "active processes", 1, "" },
+	{ "total processes", T_WORKERS, "(the free slot is none)" },
+	{ "max active processes", 4, "" },
+	{ "max children reached", 6, "" },
+	{ "slow requests", 7, "" },
+	{ "terminated requests", 8, "" },
+	{ "generation", 3, "" },
+	{ "reloads", 2, "" },
+};
+#define T_FIGURES	(sizeof(figures) / sizeof(figures[0]))
+
+/* Responses by class: [c] for cxx. */
+static const long long classes[] = { 0, 0, 3, 0, 1, 2 };
+
 static const char *const reasons[] = {
 	"exit", "crash", "recycle", "reload", "terminate",
 };
@@ -179,40 +205,17 @@ test_text_summary(struct status_view *v, char *page)
 	is_str(line_value(page, "pool", val, sizeof(val)), "www", "text: pool");
 	is_str(line_value(page, "process manager", val, sizeof(val)),
 	    "static", "text: process manager");
-	is_str(line_value(page, "start since", val, sizeof(val)), "100",
-	    "text: start since");
-	is_str(line_value(page, "accepted conn", val, sizeof(val)), "6",
-	    "text: accepted conn (the workers' atomic adds)");
-	is_str(line_value(page, "listen queue", val, sizeof(val)), "2",
-	    "text: listen queue");
-	is_str(line_value(page, "max listen queue", val, sizeof(val)), "9",
-	    "text: max listen queue");
-	is_str(line_value(page, "listen queue len", val, sizeof(val)), "128",
-	    "text: listen queue len");
-	is_str(line_value(page, "idle processes", val, sizeof(val)), "3",
-	    "text: 3 idle (the starting one is neither idle nor active)");
-	is_str(line_value(page, "active processes", val, sizeof(val)), "1",
-	    "text: 1 active");
-	is_str(line_value(page, "total processes", val, sizeof(val)), "5",
-	    "text: 5 processes (the free slot is none)");
-	is_str(line_value(page, "max active processes", val, sizeof(val)),
-	    "4", "text: max active processes");
-	is_str(line_value(page, "max children reached", val, sizeof(val)),
-	    "6", "text: max children reached");
-	is_str(line_value(page, "slow requests", val, sizeof(val)), "7",
-	    "text: slow requests");
-	is_str(line_value(page, "terminated requests", val, sizeof(val)), "8",
-	    "text: terminated requests");
-	is_str(line_value(page, "generation", val, sizeof(val)), "3",
-	    "text: generation");
-	is_str(line_value(page, "reloads", val, sizeof(val)), "2",
-	    "text: reloads");
-	is_str(line_value(page, "responses 2xx", val, sizeof(val)), "3",
-	    "text: responses 2xx");
-	is_str(line_value(page, "responses 4xx", val, sizeof(val)), "1",
-	    "text: responses 4xx");
-	is_str(line_value(page, "responses 5xx", val, sizeof(val)), "2",
-	    "text: responses 5xx");
+	for (i = 0; i < T_FIGURES; i++) {
+		snprintf(want, sizeof(want), "%lld", figures[i].value);
+		is_str(line_value(page, figures[i].key, val, sizeof(val)), want,
+		    "text: %s %s", figures[i].key, figures[i].why);
+	}
+	for (i = 1; i < sizeof(classes) / sizeof(classes[0]); i++) {
+		snprintf(key, sizeof(key), "responses %zuxx", i);
+		snprintf(want, sizeof(want), "%lld", classes[i]);
+		is_str(line_value(page, key, val, sizeof(val)), want,
+		    "text: %s", key);
+	}
 	for (i = 0; i < T_REASONS; i++) {
 		snprintf(key, sizeof(key), "respawns %s", reasons[i]);
 		snprintf(want, sizeof(want), "%zu", i + 1);
@@ -315,6 +318,7 @@ test_json_summary(struct status_view *v, char *page)
 	long n = render(v, STATUS_JSON, 0, page);
 	json_t *root, *resp;
 	json_error_t err;
+	char key[8];
 	size_t i;
 
 	ok(n > 0, "JSON summary rendered");
@@ -322,22 +326,15 @@ test_json_summary(struct status_view *v, char *page)
 	ok(root != NULL, "JSON summary parses");
 	is_str(json_string_value(json_object_get(root, "pool")), "www",
 	    "JSON: pool");
-	is_int(json_int(root, "accepted conn"), 6, "JSON: accepted conn");
-	is_int(json_int(root, "idle processes"), 3, "JSON: idle processes");
-	is_int(json_int(root, "active processes"), 1, "JSON: active "
-	    "processes");
-	is_int(json_int(root, "total processes"), T_WORKERS, "JSON: total "
-	    "processes");
-	is_int(json_int(root, "listen queue"), 2, "JSON: listen queue");
-	is_int(json_int(root, "max listen queue"), 9, "JSON: max listen "
-	    "queue");
-	is_int(json_int(root, "slow requests"), 7, "JSON: slow requests");
-	is_int(json_int(root, "terminated requests"), 8, "JSON: terminated "
-	    "requests");
-	is_int(json_int(root, "generation"), 3, "JSON: generation");
-	is_int(json_int(root, "reloads"), 2, "JSON: reloads");
-	is_int(json_int(json_object_get(root, "responses"), "5xx"), 2,
-	    "JSON: responses 5xx");
+	for (i = 0; i < T_FIGURES; i++)
+		is_int(json_int(root, figures[i].key), figures[i].value,
+		    "JSON: %s %s", figures[i].key, figures[i].why);
+	resp = json_object_get(root, "responses");
+	for (i = 1; i < sizeof(classes) / sizeof(classes[0]); i++) {
+		snprintf(key, sizeof(key), "%zuxx", i);
+		is_int(json_int(resp, key), classes[i], "JSON: responses %s",
+		    key);
+	}
 	resp = json_object_get(root, "respawns");
 	is_int(json_object_size(resp), T_REASONS, "JSON: %zu respawn reasons "
 	    "(no \"start\")", T_REASONS);
