@@ -3,7 +3,10 @@
  * acts on them between ppoll() calls, the nginx way. Workers are grouped
  * in generations: a reload or a recycle starts replacements first and
  * retires the old workers only once the replacements are ready, so the
- * pool never shrinks and no queued connection is dropped.
+ * pool never shrinks and no queued connection is dropped. What to start,
+ * whom to retire, how long to back off and when the pool is ready are
+ * pool.c's decisions over a snapshot of the scoreboard; this file forks,
+ * signals, reaps, logs and talks to systemd.
  */
 #include "server/master.h"
 
@@ -23,6 +26,7 @@
 #include "server/conn.h"
 #include "util/log.h"
 #include "server/notify.h"
+#include "server/pool.h"
 #include "util/readfile.h"
 #include "server/sandbox.h"
 #include "server/scoreboard.h"
@@ -53,14 +57,12 @@ struct master {
 	struct admin		*admin;		/* NULL without status_listen */
 	int			 kick_fd;	/* eventfd the workers write to */
 	struct scoreboard	*sb;
-	unsigned		 generation;
+	struct pool		 pool;		/* generation, backoff, ready */
+	struct pool_slot	 snap[MASTER_SLOTS];	/* master_snapshot() */
+	enum pool_retire	 act[MASTER_SLOTS];	/* pool_retire()'s */
 	enum master_stop	 stop;
 	int64_t			 stop_deadline_us;
 	int			 killed;	/* SIGKILL sent at deadline */
-	int			 quick_deaths;	/* in a row */
-	int64_t			 next_spawn_us;
-	int			 ready_sent;	/* READY=1 for this generation */
-	int64_t			 reload_deadline_us;	/* 0: no reload */
 	int64_t			 next_status_us;
 	int64_t			 next_watchdog_us;
 	uint64_t		 last_accepted;	/* for req/s in STATUS= */
@@ -175,30 +177,31 @@ master_unload(struct master *m)
 	m->shared = NULL;
 }
 
-/* A worker of the current generation that is not on its way out. */
-static int
-master_is_current(const struct master *m, const struct sb_slot *s)
+/* The policy's view of every slot, read now (pool.h). */
+static void
+master_snapshot(struct master *m)
 {
-	return s->state != SB_FREE && s->generation == m->generation &&
-	    !s->retire && !s->signaled;
-}
-
-static unsigned
-master_count(const struct master *m, int current, int ready_only)
-{
-	const struct sb_slot *s;
-	unsigned i, n = 0;
+	struct sb_view v;
+	unsigned i;
 
 	for (i = 0; i < m->sb->nslots; i++) {
-		s = &m->sb->slots[i];
-		if (s->state == SB_FREE)
+		memset(&m->snap[i], 0, sizeof(m->snap[i]));
+		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
 			continue;
-		if (current && !master_is_current(m, s))
-			continue;
-		if (ready_only && !(s->ready && s->state != SB_STARTING))
-			continue;
-		n++;
+		(void)scoreboard_read(&m->sb->slots[i], &v);
+		pool_slot_from(&m->snap[i], &v);
 	}
+}
+
+/* Slots holding a process (the master's own part: no snapshot needed). */
+static unsigned
+master_live(const struct master *m)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < m->sb->nslots; i++)
+		if (m->sb->slots[i].master.life != SB_LIFE_FREE)
+			n++;
 	return n;
 }
 
@@ -215,10 +218,8 @@ master_spawn(struct master *m)
 		return -1;
 	}
 	slot = &m->sb->slots[idx];
-	memset(slot, 0, sizeof(*slot));
-	slot->state = SB_STARTING;	/* before fork: the child overwrites */
-	slot->generation = m->generation;
-	slot->started_us = clock_now_us();
+	/* Before fork: the worker's part is the master's until then. */
+	scoreboard_claim(slot, m->pool.generation, clock_now_us());
 	args.cfg = m->cfg;
 	args.app = m->app;
 	args.shared = m->shared;
@@ -230,62 +231,45 @@ master_spawn(struct master *m)
 	switch ((pid = fork())) {
 	case -1:
 		log_err("%s: fork() failed: %s", __func__, strerror(errno));
-		slot->state = SB_FREE;
+		scoreboard_release(slot);
 		return -1;
 	case 0:
-		slot->pid = getpid();
 		if (m->admin != NULL)
 			admin_forget(m->admin);	/* the master's, not ours */
 		worker_main(&args);
 	}
-	slot->pid = pid;
+	slot->master.pid = pid;
 	return 0;
-}
-
-/* Dying young (bad keys, crash at start): back off, no fork storm. */
-static void
-master_backoff(struct master *m, const struct sb_slot *slot, int status)
-{
-	int64_t lived_ms = (clock_now_us() - slot->started_us) / 1000;
-	int delay;
-
-	if (lived_ms >= MASTER_QUICK_DEATH_MS &&
-	    !(WIFEXITED(status) && WEXITSTATUS(status) != 0)) {
-		m->quick_deaths = 0;
-		return;
-	}
-	delay = MASTER_BACKOFF_MIN_MS << (m->quick_deaths < 7 ?
-	    m->quick_deaths : 7);
-	if (delay > MASTER_BACKOFF_MAX_MS)
-		delay = MASTER_BACKOFF_MAX_MS;
-	m->quick_deaths++;
-	m->next_spawn_us = clock_now_us() + (int64_t)delay * 1000;
-	log_warn("worker died %lld ms after start; next start in %d ms",
-	    (long long)lived_ms, delay);
 }
 
 static void
 master_note_death(struct master *m, struct sb_slot *slot, int status)
 {
-	enum sb_reason reason = SB_REASON_EXIT;
+	struct pool_death d;
+	struct pool_slot ps;
+	struct sb_view v;
 
+	(void)scoreboard_read(slot, &v);	/* it may have died mid-write */
+	pool_slot_from(&ps, &v);
+	pool_death(&m->pool, &ps, status, clock_now_us(), &d);
 	if (WIFSIGNALED(status)) {
-		reason = slot->killed ? SB_REASON_TERMINATE : SB_REASON_CRASH;
-		if (!slot->signaled && !slot->killed)
+		if (v.master.life == SB_LIFE_RUNNING)	/* not our signal */
 			log_warn("worker %d killed by signal %d after %llu "
-			    "requests", (int)slot->pid, WTERMSIG(status),
-			    (unsigned long long)slot->requests);
+			    "requests", (int)v.master.pid, WTERMSIG(status),
+			    (unsigned long long)v.req.requests);
 	} else if (WEXITSTATUS(status) != 0)
-		log_warn("worker %d exited with status %d", (int)slot->pid,
+		log_warn("worker %d exited with status %d", (int)v.master.pid,
 		    WEXITSTATUS(status));
 	else
 		log_info("worker %d exited after %llu requests",
-		    (int)slot->pid, (unsigned long long)slot->requests);
-	/* Retired on purpose: its replacement is already running. */
-	if (m->stop != MASTER_RUNNING || !master_is_current(m, slot))
+		    (int)v.master.pid, (unsigned long long)v.req.requests);
+	if (!d.respawn)
 		return;
-	m->sb->totals.respawns[reason]++;
-	master_backoff(m, slot, status);
+	m->sb->totals.respawns[d.reason]++;
+	/* Dying young (bad keys, crash at start): no fork storm. */
+	if (d.delay_ms > 0)
+		log_warn("worker died %lld ms after start; next start in %d ms",
+		    (long long)d.lived_ms, d.delay_ms);
 }
 
 /* A worker that exits may have taken a connection's wake-up with it:
@@ -293,11 +277,19 @@ master_note_death(struct master *m, struct sb_slot *slot, int status)
 static void
 master_poke_idle(struct master *m)
 {
+	struct sb_slot *s;
+	struct sb_view v;
 	unsigned i;
 
-	for (i = 0; i < m->sb->nslots; i++)
-		if (m->sb->slots[i].state == SB_IDLE && !m->sb->slots[i].signaled)
-			kill(m->sb->slots[i].pid, SIGUSR2);
+	for (i = 0; i < m->sb->nslots; i++) {
+		s = &m->sb->slots[i];
+		if (s->master.life == SB_LIFE_FREE ||
+		    s->master.life == SB_LIFE_RETIRING)
+			continue;
+		(void)scoreboard_read(s, &v);
+		if (v.phase == SB_IDLE)
+			kill(s->master.pid, SIGUSR2);
+	}
 }
 
 static void
@@ -310,7 +302,7 @@ master_reap(struct master *m)
 		if ((idx = scoreboard_find(m->sb, pid)) == -1)
 			continue;
 		master_note_death(m, &m->sb->slots[idx], status);
-		memset(&m->sb->slots[idx], 0, sizeof(m->sb->slots[idx]));
+		scoreboard_release(&m->sb->slots[idx]);
 		gone = 1;
 	}
 	if (gone && m->stop == MASTER_RUNNING)
@@ -323,8 +315,9 @@ master_signal_all(struct master *m, int sig)
 	unsigned i;
 
 	for (i = 0; i < m->sb->nslots; i++)
-		if (m->sb->slots[i].state != SB_FREE && m->sb->slots[i].pid > 0)
-			kill(m->sb->slots[i].pid, sig);
+		if (m->sb->slots[i].master.life != SB_LIFE_FREE &&
+		    m->sb->slots[i].master.pid > 0)
+			kill(m->sb->slots[i].master.pid, sig);
 }
 
 static void
@@ -335,6 +328,7 @@ master_begin_stop(struct master *m, enum master_stop how)
 	if (m->stop == MASTER_FAST || m->stop == how)
 		return;
 	m->stop = how;
+	m->pool.stopping = 1;
 	notify_send("STOPPING=1");
 	if (how == MASTER_GRACEFUL) {
 		log_notice("graceful stop: finishing in-flight requests");
@@ -364,7 +358,6 @@ master_reload(struct master *m)
 	struct config *next = malloc(sizeof(*next));
 	const struct app *app;
 	void *shared;
-	unsigned i;
 
 	if (next == NULL || master_load_config(next, m->apps, &app, &shared,
 	    m->config_path, m->children, err) == -1) {
@@ -392,77 +385,82 @@ master_reload(struct master *m)
 	m->cfg = next;
 	master_unload(m);	/* running workers keep their own copy */
 	m->shared = shared;
-	m->generation++;
-	m->ready_sent = 0;
-	m->quick_deaths = 0;
-	m->next_spawn_us = 0;
+	master_snapshot(m);
+	m->sb->totals.respawns[SB_REASON_RELOAD] += pool_reload(&m->pool,
+	    m->snap, m->sb->nslots, (unsigned)next->max_children,
+	    next->process_control_timeout, clock_now_us());
 	m->sb->totals.reloads++;
-	m->reload_deadline_us = clock_now_us() +
-	    (int64_t)(next->process_control_timeout + 10) * 1000000;
-	for (i = 0; i < m->sb->nslots; i++)
-		if (m->sb->slots[i].state != SB_FREE)
-			m->sb->totals.respawns[SB_REASON_RELOAD]++;
-	log_notice("reload: generation %u, %d workers", m->generation,
+	log_notice("reload: generation %u, %d workers", m->pool.generation,
 	    next->max_children);
 }
 
 /* Retires workers replaced by a reload or a recycle once the current
  * generation is fully ready (or the reload has waited long enough). */
 static void
-master_retire(struct master *m)
+master_retire(struct master *m, int64_t now)
 {
-	int enough = master_count(m, 1, 1) >= (unsigned)m->cfg->max_children;
-	int late = m->reload_deadline_us != 0 &&
-	    clock_now_us() >= m->reload_deadline_us;
 	struct sb_slot *s;
 	unsigned i;
 
+	if (pool_retire(&m->pool, m->snap, m->sb->nslots, now, m->act) == 0)
+		return;
 	for (i = 0; i < m->sb->nslots; i++) {
-		s = &m->sb->slots[i];
-		if (s->state == SB_FREE || master_is_current(m, s) ||
-		    s->signaled || !(enough || late))
+		if (m->act[i] == POOL_KEEP)
 			continue;
-		if (s->retire && s->generation == m->generation)
+		s = &m->sb->slots[i];
+		if (m->act[i] == POOL_RECYCLE)
 			m->sb->totals.respawns[SB_REASON_RECYCLE]++;
-		s->signaled = 1;
-		kill(s->pid, SIGTERM);
+		s->master.life = SB_LIFE_RETIRING;
+		kill(s->master.pid, SIGTERM);
 	}
 }
 
-/* request_slowlog_timeout and request_terminate_timeout, from outside:
- * no ptrace, just the scoreboard. */
+/*
+ * request_slowlog_timeout and request_terminate_timeout, from outside:
+ * no ptrace, just the scoreboard. The slow log names each request once:
+ * the master remembers the request number it logged.
+ */
 static void
-master_timeouts(struct master *m)
+master_timeouts(struct master *m, int64_t now)
 {
-	int64_t now = clock_now_us(), slow, term, elapsed;
+	int64_t slow, term, elapsed;
 	struct status_request q;
 	struct sb_slot *s;
+	struct sb_view v;
+	uint64_t nr;
 	unsigned i;
 
 	slow = (int64_t)m->cfg->request_slowlog_timeout * 1000000;
 	term = (int64_t)m->cfg->request_terminate_timeout * 1000000;
 	for (i = 0; i < m->sb->nslots; i++) {
 		s = &m->sb->slots[i];
-		if (!scoreboard_busy(s) || s->req_start_us == 0)
+		if (s->master.life == SB_LIFE_FREE)
 			continue;
-		elapsed = now - s->req_start_us;
-		if (slow > 0 && elapsed > slow && !s->slow_logged) {
-			s->slow_logged = 1;
-			status_request(s, &q);	/* client bytes, escaped */
+		/* A torn record is used all the same: its worker is
+		 * stopped mid-update, and may be the one to kill. */
+		(void)scoreboard_read(s, &v);
+		if (!scoreboard_busy(&v) || v.req.start_us == 0)
+			continue;
+		elapsed = now - v.req.start_us;
+		nr = v.req.requests + 1;	/* the one in progress */
+		if (slow > 0 && elapsed > slow && s->master.slow_logged != nr) {
+			s->master.slow_logged = nr;
+			status_request(&v, &q);	/* client bytes, escaped */
 			m->sb->totals.slow++;
 			log_warn("slow request: worker %d, %s %s, phase %s, "
-			    "%.3f s elapsed", (int)s->pid, q.method, q.uri,
-			    scoreboard_state_name(s->state), elapsed / 1e6);
+			    "%.3f s elapsed", (int)s->master.pid, q.method,
+			    q.uri, scoreboard_phase_name(v.phase),
+			    elapsed / 1e6);
 		}
-		if (term > 0 && !s->killed &&
+		if (term > 0 && s->master.life != SB_LIFE_KILLED &&
 		    elapsed > term + MASTER_TERMINATE_GRACE_MS * 1000) {
-			s->killed = 1;
+			s->master.life = SB_LIFE_KILLED;
 			m->sb->totals.terminated++;
-			status_request(s, &q);
+			status_request(&v, &q);
 			log_warn("request_terminate_timeout: killing worker %d "
-			    "(%s %s, phase %s)", (int)s->pid, q.method, q.uri,
-			    scoreboard_state_name(s->state));
-			kill(s->pid, SIGKILL);
+			    "(%s %s, phase %s)", (int)s->master.pid, q.method,
+			    q.uri, scoreboard_phase_name(v.phase));
+			kill(s->master.pid, SIGKILL);
 		}
 	}
 }
@@ -470,11 +468,16 @@ master_timeouts(struct master *m)
 static unsigned
 master_busy(const struct master *m)
 {
+	struct sb_view v;
 	unsigned i, n = 0;
 
-	for (i = 0; i < m->sb->nslots; i++)
-		if (scoreboard_busy(&m->sb->slots[i]))
+	for (i = 0; i < m->sb->nslots; i++) {
+		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
+			continue;
+		(void)scoreboard_read(&m->sb->slots[i], &v);
+		if (scoreboard_busy(&v))
 			n++;
+	}
 	return n;
 }
 
@@ -495,16 +498,19 @@ static void
 master_status_line(struct master *m)
 {
 	int64_t now = clock_now_us();
-	uint64_t acc = m->sb->totals.accepted;
-	unsigned total = master_count(m, 0, 0), busy = master_busy(m);
+	unsigned total = master_live(m), busy = master_busy(m);
+	struct sb_totals t;
+	uint64_t acc;
 	char msg[256];
 
 	if (now < m->next_status_us)
 		return;
+	scoreboard_totals(m->sb, &t);
+	acc = t.accepted;
 	snprintf(msg, sizeof(msg), "STATUS=Processes active: %u, idle: %u, "
 	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", busy,
 	    total - busy, (unsigned long long)acc,
-	    (unsigned long long)m->sb->totals.slow,
+	    (unsigned long long)t.slow,
 	    m->next_status_us ? (acc - m->last_accepted) /
 	    (MASTER_STATUS_US / 1e6) : 0.0);
 	notify_send(msg);
@@ -515,15 +521,10 @@ master_status_line(struct master *m)
 static void
 master_ready(struct master *m)
 {
-	unsigned old = master_count(m, 0, 0) - master_count(m, 1, 0);
-
-	if (m->ready_sent ||
-	    master_count(m, 1, 1) < (unsigned)m->cfg->max_children || old > 0)
+	if (!pool_ready(&m->pool, m->snap, m->sb->nslots))
 		return;
-	m->ready_sent = 1;
-	m->reload_deadline_us = 0;
 	notify_send("READY=1");
-	log_notice("pool ready: generation %u, %d workers", m->generation,
+	log_notice("pool ready: generation %u, %d workers", m->pool.generation,
 	    m->cfg->max_children);
 }
 
@@ -539,37 +540,41 @@ static void
 master_db_state(struct master *m)
 {
 	char reason[SCOREBOARD_DB_ERROR_LEN + 64];
-	const struct sb_slot *s, *why = NULL;
+	struct sb_db_error why, e;
 	int64_t now = clock_now_us();
 	unsigned i, live = 0, down = 0;
+	struct sb_totals t;
+	struct sb_view v;
 
+	why.at_us = 0;
 	for (i = 0; i < m->sb->nslots; i++) {
-		s = &m->sb->slots[i];
-		if (s->state == SB_FREE || s->state == SB_STARTING ||
-		    s->state == SB_EXITING)
+		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
+			continue;
+		(void)scoreboard_read(&m->sb->slots[i], &v);
+		if (v.phase == SB_STARTING || v.phase == SB_EXITING)
 			continue;
 		live++;
-		if (s->db_ok)
+		if (v.db_ok)
 			continue;
 		down++;
-		if (s->db_error_us > m->db_back_us && (why == NULL ||
-		    s->db_error_us > why->db_error_us))
-			why = s;
+		/* A torn copy (its writer stopped) is not a reason. */
+		if (scoreboard_read_db_error(&m->sb->slots[i], &e) == 0 &&
+		    e.at_us > m->db_back_us && e.at_us > why.at_us)
+			why = e;
 	}
+	scoreboard_totals(m->sb, &t);
 	if (!m->db_down && down == 0) {
 		m->db_lost_us = 0;
-		m->db_503_base = m->sb->totals.unavailable;
+		m->db_503_base = t.unavailable;
 		return;
 	}
 	if (!m->db_down) {
 		if (m->db_lost_us == 0)
 			m->db_lost_us = now;
-		if (why == NULL && now - m->db_lost_us < MASTER_DB_REASON_US)
+		if (why.at_us == 0 && now - m->db_lost_us < MASTER_DB_REASON_US)
 			return;
-		if (why != NULL)	/* the worker may be rewriting it */
-			snprintf(reason, sizeof(reason), "%.*s",
-			    (int)strnlen(why->db_error, sizeof(why->db_error)),
-			    why->db_error);
+		if (why.at_us != 0)
+			snprintf(reason, sizeof(reason), "%s", why.text);
 		else
 			snprintf(reason, sizeof(reason), "%u of %u workers "
 			    "without a connection", down, live);
@@ -581,7 +586,7 @@ master_db_state(struct master *m)
 		return;
 	log_notice("database back after %.1f s, %llu requests answered 503",
 	    (double)(now - m->db_lost_us) / 1e6, (unsigned long long)
-	    (m->sb->totals.unavailable - m->db_503_base));
+	    (t.unavailable - m->db_503_base));
 	m->db_down = 0;
 	m->db_back_us = now;
 }
@@ -589,17 +594,18 @@ master_db_state(struct master *m)
 static void
 master_maintain(struct master *m)
 {
-	unsigned current = master_count(m, 1, 0);
 	int64_t now = clock_now_us(), wd = notify_watchdog_us();
+	unsigned n, spawned = 0;
 
-	while (current < (unsigned)m->cfg->max_children &&
-	    clock_now_us() >= m->next_spawn_us) {
+	master_snapshot(m);
+	for (n = pool_to_spawn(&m->pool, m->snap, m->sb->nslots, now); n > 0;
+	    n--, spawned++)
 		if (master_spawn(m) == -1)
 			break;
-		current++;
-	}
-	master_retire(m);
-	master_timeouts(m);
+	if (spawned > 0)
+		master_snapshot(m);
+	master_retire(m, now);
+	master_timeouts(m, now);
 	master_sample(m);
 	master_db_state(m);
 	master_ready(m);
@@ -642,7 +648,7 @@ master_handle_flags(struct master *m)
 static int
 master_timeout_ms(const struct master *m)
 {
-	if (m->stop != MASTER_RUNNING || !m->ready_sent ||
+	if (m->stop != MASTER_RUNNING || !m->pool.ready_sent ||
 	    m->cfg->request_slowlog_timeout > 0 ||
 	    m->cfg->request_terminate_timeout > 0)
 		return MASTER_TICK_MS;
@@ -663,10 +669,10 @@ master_fill_status(struct status_view *v, void *arg)
 	memset(v, 0, sizeof(*v));
 	for (i = 0; i < m->sb->nslots; i++) {
 		rss[i] = -1;
-		if (m->sb->slots[i].state == SB_FREE)
+		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/statm",
-		    (int)m->sb->slots[i].pid);
+		    (int)m->sb->slots[i].master.pid);
 		if ((f = fopen(path, "re")) == NULL)
 			continue;
 		if (fscanf(f, "%ld %ld", &pages, &resident) == 2)
@@ -676,7 +682,7 @@ master_fill_status(struct status_view *v, void *arg)
 	v->pool = m->cfg->pool_name;
 	v->sb = m->sb;
 	v->rss_kb = rss;
-	v->generation = m->generation;
+	v->generation = m->pool.generation;
 	v->listen_known = listen_queue(m->ls, &v->listen_queue,
 	    &v->listen_queue_len) == 0;
 	v->max_children_reached = m->children_reached;
@@ -754,6 +760,7 @@ master_init(struct master *m, struct config *cfg,
 	if ((m->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
 		fatal("%s: eventfd: %s", __func__, strerror(errno));
 	m->sb->totals.start_time = (int64_t)time(NULL);
+	pool_init(&m->pool, (unsigned)own->max_children);
 	notify_init();
 	if (own->status_listen[0] != '\0' &&
 	    (m->admin = admin_open(own)) == NULL)
@@ -777,11 +784,11 @@ master_run(struct config *cfg, const struct app *const *apps,
 		master_handle_flags(&m);
 		if (m.stop == MASTER_RUNNING)
 			master_maintain(&m);
-		else if (master_count(&m, 0, 0) == 0)
+		else if (master_live(&m) == 0)
 			break;
 		else if (!m.killed && clock_now_us() >= m.stop_deadline_us) {
 			log_warn("stop timeout: killing %u workers",
-			    master_count(&m, 0, 0));
+			    master_live(&m));
 			master_signal_all(&m, SIGKILL);
 			m.killed = 1;
 		}

@@ -11,9 +11,6 @@
 #include "server/listen.h"
 #include "util/config.h"
 
-#define MASTER_BACKOFF_MIN_MS	100	/* respawn delay after a quick death */
-#define MASTER_BACKOFF_MAX_MS	10000	/* longest respawn delay */
-#define MASTER_QUICK_DEATH_MS	1000	/* a worker dying sooner backs off */
 #define MASTER_FAST_STOP_MS	2000	/* SIGINT: then SIGKILL */
 #define MASTER_TERMINATE_GRACE_MS 2000	/* after the cancel, then SIGKILL */
 #define MASTER_MAX_CONFIG	(1024 * 1024)	/* config file size limit */

@@ -1,10 +1,12 @@
 /*
- * scoreboard.c: the shared-memory worker table (mapped by the master,
- * written by the workers, one slot each).
+ * scoreboard.c: the shared-memory worker table. The master maps it and
+ * owns each slot's master part; each worker writes its own slot's worker
+ * part through sb_worker_*(); readers copy through scoreboard_read().
+ * The ownership and seqlock rules are in scoreboard.h.
  */
 #include "server/scoreboard.h"
 
-#include <stddef.h>
+#include <string.h>
 #include <sys/mman.h>
 
 static size_t
@@ -40,7 +42,7 @@ scoreboard_free_slot(const struct scoreboard *sb)
 	unsigned i;
 
 	for (i = 0; i < sb->nslots; i++)
-		if (sb->slots[i].state == SB_FREE)
+		if (sb->slots[i].master.life == SB_LIFE_FREE)
 			return (int)i;
 	return -1;
 }
@@ -51,15 +53,111 @@ scoreboard_find(const struct scoreboard *sb, pid_t pid)
 	unsigned i;
 
 	for (i = 0; i < sb->nslots; i++)
-		if (sb->slots[i].state != SB_FREE && sb->slots[i].pid == pid)
+		if (sb->slots[i].master.life != SB_LIFE_FREE &&
+		    sb->slots[i].master.pid == pid)
 			return (int)i;
 	return -1;
 }
 
-int
-scoreboard_busy(const struct sb_slot *slot)
+void
+scoreboard_claim(struct sb_slot *slot, unsigned generation, int64_t now_us)
 {
-	return slot->state >= SB_READING && slot->state <= SB_WRITING;
+	memset(slot, 0, sizeof(*slot));
+	slot->worker.phase = SB_STARTING;
+	slot->master.life = SB_LIFE_RUNNING;
+	slot->master.generation = generation;
+	slot->master.started_us = now_us;
+}
+
+void
+scoreboard_release(struct sb_slot *slot)
+{
+	memset(slot, 0, sizeof(*slot));
+}
+
+/*
+ * The seqlock (scoreboard.h). The writer is the slot's one worker, so its
+ * own reads of the counter need no ordering.
+ */
+static void
+sb_write_begin(unsigned *seq)
+{
+	__atomic_store_n(seq, *seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void
+sb_write_end(unsigned *seq)
+{
+	__atomic_store_n(seq, *seq + 1, __ATOMIC_RELEASE);
+}
+
+/* Copies len bytes of the record at src guarded by seq into dst.
+ * Returns 0 for a consistent copy, -1 after SCOREBOARD_READ_TRIES. */
+static int
+sb_read_record(const unsigned *seq, void *dst, const void *src, size_t len)
+{
+	unsigned before, after;
+	int i;
+
+	for (i = 0; i < SCOREBOARD_READ_TRIES; i++) {
+		before = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+		memcpy(dst, src, len);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		after = __atomic_load_n(seq, __ATOMIC_RELAXED);
+		if (before == after && (before & 1) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+int
+scoreboard_read(const struct sb_slot *slot, struct sb_view *v)
+{
+	const struct sb_by_worker *w = &slot->worker;
+	int rc;
+
+	v->master = slot->master;
+	v->phase = __atomic_load_n(&w->phase, __ATOMIC_RELAXED);
+	v->ready = __atomic_load_n(&w->ready, __ATOMIC_RELAXED);
+	v->db_ok = __atomic_load_n(&w->db_ok, __ATOMIC_RELAXED);
+	v->retire = __atomic_load_n(&w->retire, __ATOMIC_RELAXED);
+	rc = sb_read_record(&w->req_seq, &v->req, &w->req, sizeof(v->req));
+	/* A mixed copy may have lost a terminator. */
+	v->req.method[sizeof(v->req.method) - 1] = '\0';
+	v->req.uri[sizeof(v->req.uri) - 1] = '\0';
+	return rc;
+}
+
+int
+scoreboard_read_db_error(const struct sb_slot *slot, struct sb_db_error *e)
+{
+	int rc;
+
+	rc = sb_read_record(&slot->worker.db_seq, e, &slot->worker.db,
+	    sizeof(*e));
+	e->text[sizeof(e->text) - 1] = '\0';
+	return rc;
+}
+
+void
+scoreboard_totals(const struct scoreboard *sb, struct sb_totals *t)
+{
+	const struct sb_totals *src = &sb->totals;
+	int i;
+
+	*t = *src;	/* the master's own counters */
+	t->accepted = __atomic_load_n(&src->accepted, __ATOMIC_RELAXED);
+	t->unavailable = __atomic_load_n(&src->unavailable, __ATOMIC_RELAXED);
+	for (i = 0; i < SCOREBOARD_CLASSES; i++)
+		t->by_class[i] = __atomic_load_n(&src->by_class[i],
+		    __ATOMIC_RELAXED);
+}
+
+int
+scoreboard_busy(const struct sb_view *v)
+{
+	return v->phase >= SB_READING && v->phase <= SB_WRITING;
 }
 
 void
@@ -68,7 +166,7 @@ scoreboard_count(struct scoreboard *sb, int status)
 	int class = status / 100;
 
 	__atomic_add_fetch(&sb->totals.accepted, 1, __ATOMIC_RELAXED);
-	if (class >= 1 && class <= 5)
+	if (class >= 1 && class < SCOREBOARD_CLASSES)
 		__atomic_add_fetch(&sb->totals.by_class[class], 1,
 		    __ATOMIC_RELAXED);
 	if (status == 503)
@@ -80,9 +178,8 @@ const char *
 scoreboard_reason_name(int reason)
 {
 	static const char *const names[] = {
-		[SB_REASON_START] = "start", [SB_REASON_EXIT] = "exit",
-		[SB_REASON_CRASH] = "crash", [SB_REASON_RECYCLE] = "recycle",
-		[SB_REASON_RELOAD] = "reload",
+		[SB_REASON_EXIT] = "exit", [SB_REASON_CRASH] = "crash",
+		[SB_REASON_RECYCLE] = "recycle", [SB_REASON_RELOAD] = "reload",
 		[SB_REASON_TERMINATE] = "terminate",
 	};
 
@@ -92,16 +189,94 @@ scoreboard_reason_name(int reason)
 }
 
 const char *
-scoreboard_state_name(int state)
+scoreboard_phase_name(int phase)
 {
 	static const char *const names[] = {
-		[SB_FREE] = "Free", [SB_STARTING] = "Starting",
-		[SB_IDLE] = "Idle", [SB_READING] = "Reading",
-		[SB_AUTH] = "Auth", [SB_DB] = "Database",
-		[SB_WRITING] = "Writing", [SB_EXITING] = "Finishing",
+		[SB_STARTING] = "Starting", [SB_IDLE] = "Idle",
+		[SB_READING] = "Reading", [SB_AUTH] = "Auth",
+		[SB_DB] = "Database", [SB_WRITING] = "Writing",
+		[SB_EXITING] = "Finishing",
 	};
 
-	if (state < 0 || state > SB_EXITING)
+	if (phase < 0 || phase > SB_EXITING)
 		return "Unknown";
-	return names[state];
+	return names[phase];
+}
+
+void
+sb_worker_phase(struct sb_slot *slot, enum sb_phase phase)
+{
+	__atomic_store_n(&slot->worker.phase, (int)phase, __ATOMIC_RELAXED);
+}
+
+/* The record's copy of a request field: truncated, NUL-terminated. */
+static void
+sb_copy(char *dst, size_t cap, const char *src, size_t len)
+{
+	if (len >= cap)
+		len = cap - 1;
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
+void
+sb_worker_begin(struct sb_slot *slot, const char *method, size_t mlen,
+    const char *uri, size_t ulen, int64_t now_us)
+{
+	struct sb_request *q = &slot->worker.req;
+
+	sb_write_begin(&slot->worker.req_seq);
+	q->start_us = now_us;
+	sb_copy(q->method, sizeof(q->method), method, mlen);
+	sb_copy(q->uri, sizeof(q->uri), uri, ulen);
+	sb_write_end(&slot->worker.req_seq);
+}
+
+void
+sb_worker_end(struct sb_slot *slot, int status, int64_t duration_us,
+    int64_t cpu_us)
+{
+	struct sb_request *q = &slot->worker.req;
+
+	sb_write_begin(&slot->worker.req_seq);
+	q->start_us = 0;
+	q->requests++;
+	q->last_status = status;
+	q->last_duration_us = duration_us;
+	q->last_cpu_us = cpu_us;
+	sb_write_end(&slot->worker.req_seq);
+}
+
+uint64_t
+sb_worker_requests(const struct sb_slot *slot)
+{
+	return slot->worker.req.requests;	/* the writer reads its own */
+}
+
+void
+sb_worker_db(struct sb_slot *slot, int up)
+{
+	__atomic_store_n(&slot->worker.db_ok, up != 0, __ATOMIC_RELAXED);
+	if (up)
+		__atomic_store_n(&slot->worker.ready, 1, __ATOMIC_RELAXED);
+}
+
+int
+sb_worker_retire(struct sb_slot *slot)
+{
+	if (slot->worker.retire)
+		return 0;
+	__atomic_store_n(&slot->worker.retire, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+void
+sb_worker_db_error(struct sb_slot *slot, const char *text, int64_t now_us)
+{
+	struct sb_db_error *e = &slot->worker.db;
+
+	sb_write_begin(&slot->worker.db_seq);
+	e->at_us = now_us;
+	sb_copy(e->text, sizeof(e->text), text, strlen(text));
+	sb_write_end(&slot->worker.db_seq);
 }

@@ -1,36 +1,104 @@
 /*
- * scoreboard.h: per-worker state and pool totals in shared memory.
- * The master maps it before forking; each worker writes only its own slot
- * (and adds to the pool counters atomically), the master reads every slot
- * for respawn, readiness, timeouts and the status page.
- * Readers race with writers and get a recent value; no pointers are
- * stored, so nothing torn can be followed.
+ * scoreboard.h: per-worker state and pool totals in shared memory. The
+ * master maps it (MAP_SHARED) before it forks the pool; the workers write
+ * their own slots, the master reads every slot for respawn, readiness,
+ * timeouts, the database log and the status page (which the master
+ * renders too).
+ *
+ * OWNERSHIP, the one rule. Every slot has two parts and each part has
+ * exactly one writer:
+ *  - slot->master (struct sb_by_master) is written and read by the master
+ *    only. No worker touches it, so plain loads and stores suffice.
+ *  - slot->worker (struct sb_by_worker) is written by the worker holding
+ *    the slot only, through the sb_worker_*() functions, from fork() to
+ *    exit. The master writes it only while no process holds the slot:
+ *    it zeroes it before fork() (scoreboard_claim) and after reaping
+ *    (scoreboard_release). Any other process reads it only through
+ *    scoreboard_read() and scoreboard_read_db_error().
+ *  - In the totals, accepted, by_class and unavailable are the workers'
+ *    atomic adds (scoreboard_count), read through scoreboard_totals();
+ *    every other total is the master's.
+ *
+ * READING ACROSS PROCESSES. The worker's single fields (phase, ready,
+ * db_ok, retire) are __atomic stores and loads, relaxed: each means
+ * something alone, and where order matters (a worker ready, or asking to
+ * be replaced) the worker's write to the master's eventfd orders it.
+ * The two multi-field records, the request record (struct sb_request:
+ * current request's start, method and URI; requests served; the last
+ * one's status, duration and CPU) and the last database error (struct
+ * sb_db_error), are each behind a sequence counter (a seqlock): the
+ * worker makes the counter odd, writes, makes it even; a reader copies
+ * between two equal even readings. So the slow log and the status page
+ * name the request whose timing they show, not half of the next one.
+ * Why not a lock: the writer is a worker on its request path and must
+ * never wait for the master, and a worker killed mid-write would hold a
+ * lock forever. A reader instead gives up after SCOREBOARD_READ_TRIES and
+ * says so: the writer stopped mid-update (stopped or dying), the copy is
+ * then stable but may mix two records, and its fields are used as they
+ * are. The copy itself is a memcpy between the fences, as in the Linux
+ * kernel's seqcount: the __atomic fences are compiler barriers too.
+ * No pointers are stored, so nothing torn can be followed; client bytes
+ * are escaped wherever they are shown (status_request()).
+ *
+ * WAITING FOR A CONNECTION. Idle workers wait in epoll on the shared
+ * listen socket with EPOLLEXCLUSIVE (worker.c), one woken per connection,
+ * and accept without blocking: phase SB_IDLE means "in that wait".
  */
 #ifndef CFPM_SCOREBOARD_H
 #define CFPM_SCOREBOARD_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #define SCOREBOARD_METHOD_LEN	8	/* request method kept per slot */
 #define SCOREBOARD_URI_LEN	128	/* request URI kept per slot */
 #define SCOREBOARD_DB_ERROR_LEN	160	/* last database failure per slot */
+#define SCOREBOARD_READ_TRIES	64	/* seqlock reads before giving up */
+#define SCOREBOARD_CLASSES	6	/* by_class[1..5]: 1xx..5xx */
+#define SCOREBOARD_LINE		64	/* a slot starts a cache line */
 
-enum sb_state {
-	SB_FREE = 0,	/* no process */
-	SB_STARTING,	/* forked, loading keys, connecting */
-	SB_IDLE,	/* waiting in accept() */
-	SB_READING,	/* reading the request */
-	SB_AUTH,	/* verifying the token */
-	SB_DB,		/* waiting for PostgreSQL */
-	SB_WRITING,	/* sending the reply */
-	SB_EXITING,	/* leaving after its last request */
+/*
+ * What the master did to the slot's process (slot->master.life). There is
+ * no "starting" here: start-up is the worker's to report (phase
+ * SB_STARTING, then ready); the master records only its own acts.
+ *   FREE     -> RUNNING   claimed and forked
+ *   RUNNING  -> RETIRING  SIGTERM: replaced (reload, recycle); its exit
+ *                         is not a respawn
+ *   RUNNING or RETIRING -> KILLED
+ *                         SIGKILL at request_terminate_timeout; only
+ *                         once, and its death is a "terminate" respawn
+ *                         if it was still current (pool.c)
+ *   any      -> FREE      reaped
+ * A stop signals every worker without changing this: once the pool stops
+ * no death is counted.
+ */
+enum sb_life {
+	SB_LIFE_FREE = 0,	/* no process */
+	SB_LIFE_RUNNING,	/* forked; the master sent it nothing */
+	SB_LIFE_RETIRING,	/* SIGTERM sent: replaced */
+	SB_LIFE_KILLED,		/* SIGKILL sent: request_terminate_timeout */
+};
+
+/*
+ * What the worker is doing (slot->worker.phase), set by the worker. The
+ * flags beside it are not phases: ready is sticky (connected and
+ * prepared at least once, what a replacement waits for) and db_ok follows
+ * the database whatever the phase.
+ */
+enum sb_phase {
+	SB_STARTING = 0,	/* forked: privileges, keys, connecting */
+	SB_IDLE,		/* waiting in epoll for a connection */
+	SB_READING,		/* reading the request */
+	SB_AUTH,		/* verifying the token */
+	SB_DB,			/* waiting for PostgreSQL */
+	SB_WRITING,		/* sending the reply */
+	SB_EXITING,		/* leaving after its last request */
 };
 
 /* Why the master started a worker (respawn counters). */
 enum sb_reason {
-	SB_REASON_START = 0,	/* initial pool */
-	SB_REASON_EXIT,		/* a worker exited on its own */
+	SB_REASON_EXIT = 0,	/* a worker exited on its own */
 	SB_REASON_CRASH,	/* a worker was killed by a signal */
 	SB_REASON_RECYCLE,	/* pm.max_requests */
 	SB_REASON_RELOAD,	/* SIGHUP / SIGUSR2 */
@@ -38,33 +106,64 @@ enum sb_reason {
 	SB_REASON_MAX,
 };
 
-struct sb_slot {
+/* The master's part of a slot: the master alone reads and writes it. */
+struct sb_by_master {
 	pid_t		pid;
-	int		state;		/* enum sb_state */
-	int		db_ok;		/* connection usable and prepared */
-	int		ready;		/* connected and prepared once */
-	int		retire;		/* worker asks to be replaced */
-	int		signaled;	/* master sent SIGTERM */
-	int		slow_logged;	/* current request already logged */
-	int		killed;		/* master sent SIGKILL */
+	int		life;		/* enum sb_life */
 	unsigned	generation;	/* pool generation (reloads) */
-	uint64_t	requests;	/* served by this process */
-	int64_t		started_us;	/* process start, CLOCK_MONOTONIC */
-	int64_t		req_start_us;	/* current request, 0 if none */
-	int64_t		last_duration_us;
-	int64_t		last_cpu_us;
-	int		last_status;
+	int64_t		started_us;	/* fork, CLOCK_MONOTONIC */
+	uint64_t	slow_logged;	/* request number logged as slow, 0 */
+};
+
+/* The request record (behind req_seq). */
+struct sb_request {
+	uint64_t	requests;	/* finished by this process */
+	int64_t		start_us;	/* current request, 0 if none */
 	char		method[SCOREBOARD_METHOD_LEN];
 	char		uri[SCOREBOARD_URI_LEN];
-	/* Why this worker last answered 503 for the database, and when
-	 * (CLOCK_MONOTONIC): the master's "database unavailable" line. */
-	int64_t		db_error_us;
-	char		db_error[SCOREBOARD_DB_ERROR_LEN];
+	int		last_status;
+	int64_t		last_duration_us;
+	int64_t		last_cpu_us;
+};
+
+/* Why this worker last answered 503 for the database, and when
+ * (CLOCK_MONOTONIC): the master's "database unavailable" line. */
+struct sb_db_error {
+	int64_t		at_us;		/* 0: none yet */
+	char		text[SCOREBOARD_DB_ERROR_LEN];
+};
+
+/* The worker's part of a slot: see OWNERSHIP above. */
+struct sb_by_worker {
+	int		phase;		/* enum sb_phase */
+	int		ready;		/* connected and prepared once */
+	int		db_ok;		/* connection usable and prepared */
+	int		retire;		/* asks to be replaced (one way) */
+	unsigned	req_seq;	/* odd while req is being written */
+	unsigned	db_seq;		/* odd while db is being written */
+	struct sb_request req;
+	struct sb_db_error db;
+};
+
+struct sb_slot {
+	struct sb_by_master	master;
+	struct sb_by_worker	worker;
+} __attribute__((aligned(SCOREBOARD_LINE)));	/* no line shared by two
+						   workers' writes */
+
+/* One slot as read at one moment (scoreboard_read). */
+struct sb_view {
+	struct sb_by_master	master;
+	int			phase;
+	int			ready;
+	int			db_ok;
+	int			retire;
+	struct sb_request	req;
 };
 
 struct sb_totals {
 	uint64_t	accepted;		/* requests accepted */
-	uint64_t	by_class[6];		/* [1]..[5]: 1xx..5xx */
+	uint64_t	by_class[SCOREBOARD_CLASSES];	/* [1]..[5] */
 	uint64_t	unavailable;		/* of those, 503 */
 	uint64_t	slow;			/* over request_slowlog_timeout */
 	uint64_t	terminated;		/* over request_terminate_timeout */
@@ -90,23 +189,87 @@ struct scoreboard *scoreboard_create(unsigned nslots);
 /* Unmaps it. */
 void scoreboard_destroy(struct scoreboard *sb);
 
-/* The first SB_FREE slot, or -1 if all are taken. */
+/* Master. The first SB_LIFE_FREE slot, or -1 if all are taken. */
 int scoreboard_free_slot(const struct scoreboard *sb);
 
-/* The slot held by pid, or -1. */
+/* Master. The slot held by pid, or -1. */
 int scoreboard_find(const struct scoreboard *sb, pid_t pid);
 
-/* 1 if the slot's worker is handling a request. */
-int scoreboard_busy(const struct sb_slot *slot);
+/*
+ * Master, before fork(): resets both parts of a free slot for a new
+ * worker of generation (phase SB_STARTING, life SB_LIFE_RUNNING, started
+ * now_us, pid still 0: the master sets it once fork() returns).
+ */
+void scoreboard_claim(struct sb_slot *slot, unsigned generation,
+    int64_t now_us);
 
-/* Adds one finished request with its HTTP status to the pool totals
- * (by class, and 503s on their own). */
+/* Master, once no process holds the slot (reaped, or fork() failed):
+ * clears it back to SB_LIFE_FREE. */
+void scoreboard_release(struct sb_slot *slot);
+
+/*
+ * Any process but the slot's worker. Copies the slot into v: the master's
+ * part as is, the worker's flags by atomic loads, its request record
+ * through the seqlock. Returns 0, or -1 if the record kept changing
+ * for SCOREBOARD_READ_TRIES reads (v is filled all the same; see READING
+ * ACROSS PROCESSES).
+ */
+int scoreboard_read(const struct sb_slot *slot, struct sb_view *v);
+
+/* As scoreboard_read(), for the last database error. */
+int scoreboard_read_db_error(const struct sb_slot *slot,
+    struct sb_db_error *e);
+
+/* Copies the totals into t, the workers' counters by atomic loads. */
+void scoreboard_totals(const struct scoreboard *sb, struct sb_totals *t);
+
+/* 1 if the viewed worker is handling a request. */
+int scoreboard_busy(const struct sb_view *v);
+
+/* Worker. Adds one finished request with its HTTP status to the pool
+ * totals (by class, and 503s on their own), atomically. */
 void scoreboard_count(struct scoreboard *sb, int status);
 
-/* A fixed name for a state ("Idle", "Running", ...). */
-const char *scoreboard_state_name(int state);
+/* A fixed name for a phase ("Idle", "Reading", ...). */
+const char *scoreboard_phase_name(int phase);
 
 /* A fixed name for a respawn reason. */
 const char *scoreboard_reason_name(int reason);
+
+/*
+ * The worker's writes to its own slot (slot->worker): the only ones after
+ * fork(). Each is one relaxed atomic store, or one seqlock update.
+ */
+
+/* Worker. Sets its phase. */
+void sb_worker_phase(struct sb_slot *slot, enum sb_phase phase);
+
+/*
+ * Worker. A request begins at now_us: records its start and the first
+ * bytes of its method and URI (truncated, NUL-terminated, unescaped).
+ */
+void sb_worker_begin(struct sb_slot *slot, const char *method, size_t mlen,
+    const char *uri, size_t ulen, int64_t now_us);
+
+/* Worker. The request ended: no current request, one more served, and
+ * its status, duration and CPU as the last request's. */
+void sb_worker_end(struct sb_slot *slot, int status, int64_t duration_us,
+    int64_t cpu_us);
+
+/* Worker. Requests this worker has finished (its own count). */
+uint64_t sb_worker_requests(const struct sb_slot *slot);
+
+/* Worker. The database connection is up (and prepared) or not; up once
+ * makes the worker ready for good. */
+void sb_worker_db(struct sb_slot *slot, int up);
+
+/* Worker. Asks to be replaced (pm.max_requests). Returns 1 if this call
+ * asked, 0 if it had asked already. */
+int sb_worker_retire(struct sb_slot *slot);
+
+/* Worker. Records why it answers 503 for the database (text: already
+ * escaped, truncated to fit) and when. */
+void sb_worker_db_error(struct sb_slot *slot, const char *text,
+    int64_t now_us);
 
 #endif

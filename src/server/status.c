@@ -13,22 +13,24 @@
 #include "util/buf.h"
 #include "util/esc.h"
 
-/* Pool-wide figures derived from the slots. */
+/* Pool-wide figures derived from the slots, and the totals as read. */
 struct status_pool {
 	unsigned	idle, active, total;
+	struct sb_totals totals;
 };
 
 /*
- * The worker stores the client's raw bytes; they are escaped here, on a
- * private copy, because a slot can be read while its worker rewrites it
- * and a torn mix of two strings need not be valid UTF-8 (which would
- * make jansson drop the record) even if each string was.
+ * The worker stores the client's raw bytes; they are escaped here, on
+ * the reader's copy: even a consistent copy is what a client sent, and a
+ * torn one (scoreboard.h) mixes two strings, which need not be valid
+ * UTF-8 (jansson would drop the record) even if each string was.
  */
 void
-status_request(const struct sb_slot *s, struct status_request *q)
+status_request(const struct sb_view *v, struct status_request *q)
 {
-	esc_field(q->method, sizeof(q->method), s->method, sizeof(s->method));
-	esc_field(q->uri, sizeof(q->uri), s->uri, sizeof(s->uri));
+	esc_field(q->method, sizeof(q->method), v->req.method,
+	    sizeof(v->req.method));
+	esc_field(q->uri, sizeof(q->uri), v->req.uri, sizeof(v->req.uri));
 }
 
 static int
@@ -77,26 +79,27 @@ status_content_type(enum status_format fmt)
 static void
 status_count(const struct status_view *v, struct status_pool *p)
 {
-	const struct sb_slot *s;
+	struct sb_view s;
 	unsigned i;
 
 	memset(p, 0, sizeof(*p));
 	for (i = 0; i < v->sb->nslots; i++) {
-		s = &v->sb->slots[i];
-		if (s->state == SB_FREE)
+		if (v->sb->slots[i].master.life == SB_LIFE_FREE)
 			continue;
+		(void)scoreboard_read(&v->sb->slots[i], &s);
 		p->total++;
-		if (scoreboard_busy(s))
+		if (scoreboard_busy(&s))
 			p->active++;
-		else if (s->state == SB_IDLE)
+		else if (s.phase == SB_IDLE)
 			p->idle++;
 	}
+	scoreboard_totals(v->sb, &p->totals);
 }
 
 static int64_t
-status_elapsed_us(const struct status_view *v, const struct sb_slot *s)
+status_elapsed_us(const struct status_view *v, const struct sb_view *s)
 {
-	int64_t start = s->req_start_us;
+	int64_t start = s->req.start_us;
 
 	return start > 0 && v->now_us > start ? v->now_us - start : 0;
 }
@@ -105,7 +108,7 @@ static void
 text_summary(struct buf *o, const struct status_view *v,
     const struct status_pool *p)
 {
-	const struct sb_totals *t = &v->sb->totals;
+	const struct sb_totals *t = &p->totals;
 	int i;
 
 	buf_printf(o, "pool:                 %s\n"
@@ -144,10 +147,11 @@ text_summary(struct buf *o, const struct status_view *v,
 static void
 text_worker(struct buf *o, const struct status_view *v, unsigned i)
 {
-	const struct sb_slot *s = &v->sb->slots[i];
 	struct status_request q;
+	struct sb_view s;
 
-	status_request(s, &q);
+	(void)scoreboard_read(&v->sb->slots[i], &s);	/* escaped below */
+	status_request(&s, &q);
 	buf_printf(o, "\n************************\n"
 	    "pid:                  %d\n"
 	    "state:                %s\n"
@@ -161,36 +165,38 @@ text_worker(struct buf *o, const struct status_view *v, unsigned i)
 	    "last request duration: %lld\n"
 	    "last request cpu:     %lld\n"
 	    "rss:                  %ld\n"
-	    "database:             %s\n", (int)s->pid,
-	    scoreboard_state_name(s->state), s->generation,
-	    (long long)((v->now_us - s->started_us) / 1000000),
-	    (unsigned long long)s->requests,
-	    (long long)status_elapsed_us(v, s), q.method, q.uri,
-	    s->last_status, (long long)s->last_duration_us,
-	    (long long)s->last_cpu_us, v->rss_kb[i],
-	    s->db_ok ? "ok" : "down");
+	    "database:             %s\n", (int)s.master.pid,
+	    scoreboard_phase_name(s.phase), s.master.generation,
+	    (long long)((v->now_us - s.master.started_us) / 1000000),
+	    (unsigned long long)s.req.requests,
+	    (long long)status_elapsed_us(v, &s), q.method, q.uri,
+	    s.req.last_status, (long long)s.req.last_duration_us,
+	    (long long)s.req.last_cpu_us, v->rss_kb[i],
+	    s.db_ok ? "ok" : "down");
 }
 
 static json_t *
 json_worker(const struct status_view *v, unsigned i)
 {
-	const struct sb_slot *s = &v->sb->slots[i];
 	struct status_request q;
+	struct sb_view s;
 
-	status_request(s, &q);
+	(void)scoreboard_read(&v->sb->slots[i], &s);	/* escaped below */
+	status_request(&s, &q);
 	return json_pack("{s:i, s:s, s:i, s:I, s:I, s:I, s:s, s:s, s:i, s:I,"
 	    " s:I, s:I, s:s}",
-	    "pid", (int)s->pid, "state", scoreboard_state_name(s->state),
-	    "generation", (int)s->generation,
-	    "start since", (json_int_t)((v->now_us - s->started_us) / 1000000),
-	    "requests", (json_int_t)s->requests,
-	    "request duration", (json_int_t)status_elapsed_us(v, s),
+	    "pid", (int)s.master.pid, "state", scoreboard_phase_name(s.phase),
+	    "generation", (int)s.master.generation,
+	    "start since", (json_int_t)((v->now_us - s.master.started_us) /
+	    1000000),
+	    "requests", (json_int_t)s.req.requests,
+	    "request duration", (json_int_t)status_elapsed_us(v, &s),
 	    "request method", q.method, "request uri", q.uri,
-	    "last request status", s->last_status,
-	    "last request duration", (json_int_t)s->last_duration_us,
-	    "last request cpu", (json_int_t)s->last_cpu_us,
+	    "last request status", s.req.last_status,
+	    "last request duration", (json_int_t)s.req.last_duration_us,
+	    "last request cpu", (json_int_t)s.req.last_cpu_us,
 	    "rss", (json_int_t)v->rss_kb[i],
-	    "database", s->db_ok ? "ok" : "down");
+	    "database", s.db_ok ? "ok" : "down");
 }
 
 static json_t *
@@ -215,7 +221,7 @@ json_counters(const struct sb_totals *t)
 static json_t *
 json_summary(const struct status_view *v, const struct status_pool *p)
 {
-	const struct sb_totals *t = &v->sb->totals;
+	const struct sb_totals *t = &p->totals;
 	json_t *root;
 
 	root = json_pack("{s:s, s:s, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:i,"
@@ -261,7 +267,7 @@ status_json(const struct status_view *v, const struct status_pool *p,
 		/* A record that cannot be built fails the page: a worker
 		 * silently missing from it would be a wrong answer. */
 		for (i = 0; i < v->sb->nslots; i++)
-			if (v->sb->slots[i].state != SB_FREE &&
+			if (v->sb->slots[i].master.life != SB_LIFE_FREE &&
 			    json_array_append_new(procs,
 			    json_worker(v, i)) == -1)
 				goto fail;
@@ -289,7 +295,8 @@ static void
 status_openmetrics(struct buf *o, const struct status_view *v,
     const struct status_pool *p, int full)
 {
-	const struct sb_totals *t = &v->sb->totals;
+	const struct sb_totals *t = &p->totals;
+	struct sb_view s;
 	unsigned i;
 	int c;
 
@@ -327,12 +334,14 @@ status_openmetrics(struct buf *o, const struct status_view *v,
 	if (full) {
 		buf_printf(o, "# TYPE cfpm_worker_requests counter\n"
 		    "# HELP cfpm_worker_requests Requests per worker.\n");
-		for (i = 0; i < v->sb->nslots; i++)
-			if (v->sb->slots[i].state != SB_FREE)
-				buf_printf(o, "cfpm_worker_requests_total"
-				    "{pid=\"%d\"} %llu\n",
-				    (int)v->sb->slots[i].pid,
-				    (unsigned long long)v->sb->slots[i].requests);
+		for (i = 0; i < v->sb->nslots; i++) {
+			if (v->sb->slots[i].master.life == SB_LIFE_FREE)
+				continue;
+			(void)scoreboard_read(&v->sb->slots[i], &s);
+			buf_printf(o, "cfpm_worker_requests_total"
+			    "{pid=\"%d\"} %llu\n", (int)s.master.pid,
+			    (unsigned long long)s.req.requests);
+		}
 	}
 	buf_printf(o, "# EOF\n");
 }
@@ -354,7 +363,7 @@ status_render(const struct status_view *v, enum status_format fmt,
 	else {
 		text_summary(&o, v, &p);
 		for (i = 0; full && i < v->sb->nslots; i++)
-			if (v->sb->slots[i].state != SB_FREE)
+			if (v->sb->slots[i].master.life != SB_LIFE_FREE)
 				text_worker(&o, v, i);
 	}
 	return o.overflow ? -1 : (long)o.len;

@@ -36,15 +36,16 @@ struct status_view {
 
 /* A slot's request method and URI as the page and the logs show them. */
 struct status_request {
-	char	method[ESC_SIZE(sizeof(((struct sb_slot *)0)->method))];
+	char	method[ESC_SIZE(SCOREBOARD_METHOD_LEN)];
 	char	uri[ESC_SIZE(SCOREBOARD_URI_LEN)];
 };
 
 /*
- * PURE. Fills q with the slot's method and URI escaped by esc_field()
- * (esc.h): what a client sent cannot forge a line or break the JSON.
+ * PURE. Fills q with the viewed slot's method and URI escaped by
+ * esc_field() (esc.h): what a client sent cannot forge a line or break
+ * the JSON.
  */
-void status_request(const struct sb_slot *s, struct status_request *q);
+void status_request(const struct sb_view *v, struct status_request *q);
 
 /* Reads the format and "full" from a query string ("json&full"). */
 void status_parse_query(const char *query, enum status_format *fmt,

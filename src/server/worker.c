@@ -157,7 +157,7 @@ worker_timer(int seconds)
 
 static void
 worker_log_access(const struct config *cfg, const struct http_request *r,
-    const struct sb_slot *slot)
+    int64_t duration_us, int64_t cpu_us)
 {
 	struct accesslog_entry e;
 
@@ -168,21 +168,11 @@ worker_log_access(const struct config *cfg, const struct http_request *r,
 	e.path_len = r->path_len;
 	e.request_id = r->request_id;
 	e.status = r->status;
-	e.duration_us = slot->last_duration_us;
-	e.cpu_us = slot->last_cpu_us;
-	e.pid = slot->pid;
+	e.duration_us = duration_us;
+	e.cpu_us = cpu_us;
+	e.pid = getpid();
 	e.time = (int64_t)time(NULL);
 	accesslog_write(cfg->access_format, &e);
-}
-
-/* The scoreboard's copy of a request field: truncated, NUL-terminated. */
-static void
-worker_copy(char *dst, size_t cap, const char *src, size_t len)
-{
-	if (len >= cap)
-		len = cap - 1;
-	memcpy(dst, src, len);
-	dst[len] = '\0';
 }
 
 /* What one worker serves with, for its whole life. */
@@ -199,15 +189,13 @@ struct worker_ctx {
 static void
 worker_on_phase(void *arg, enum http_phase phase)
 {
-	static const int state[] = {
+	static const enum sb_phase phase_of[] = {
 		[HTTP_PHASE_READING] = SB_READING,
 		[HTTP_PHASE_AUTH] = SB_AUTH,
 		[HTTP_PHASE_DB] = SB_DB,
 		[HTTP_PHASE_WRITING] = SB_WRITING,
 	};
-	struct sb_slot *slot = arg;
-
-	slot->state = state[phase];
+	sb_worker_phase(arg, phase_of[phase]);
 }
 
 /* 1 if the worker's database is usable (always, for an app without). */
@@ -225,17 +213,16 @@ worker_db_up(const struct db *db)
 static void
 worker_note_db(struct worker_ctx *w)
 {
+	char text[SCOREBOARD_DB_ERROR_LEN];
 	const char *e;
+	int up = worker_db_up(w->db);
 
-	w->slot->db_ok = worker_db_up(w->db);
-	if (w->slot->db_ok) {
-		w->slot->ready = 1;
+	sb_worker_db(w->slot, up);
+	if (up)
 		return;
-	}
 	e = db_last_error(w->db);
-	esc_text(w->slot->db_error, sizeof(w->slot->db_error), e,
-	    strnlen(e, SCOREBOARD_DB_ERROR_LEN));
-	w->slot->db_error_us = clock_now_us();
+	esc_text(text, sizeof(text), e, strnlen(e, sizeof(text)));
+	sb_worker_db_error(w->slot, text, clock_now_us());
 }
 
 /* The ping path is the server's (PHP-FPM's ping.path); the rest the
@@ -270,18 +257,16 @@ worker_serve(struct worker_ctx *w, FCGX_Request *req)
 	struct sb_slot *slot = w->slot;
 	struct http_request r;
 	int timeout = w->cfg->request_terminate_timeout, rc, gone;
+	int64_t start = clock_now_us(), duration, cpu;
 
-	slot->slow_logged = 0;
-	slot->req_start_us = clock_now_us();
-	slot->state = SB_READING;
+	sb_worker_phase(slot, SB_READING);
 	if (timeout > 0)
 		worker_timer(timeout);
 	http_request_init(&r, req);
 	r.on_phase = worker_on_phase;
 	r.phase_arg = slot;
-	worker_copy(slot->method, sizeof(slot->method), r.method,
-	    strlen(r.method));
-	worker_copy(slot->uri, sizeof(slot->uri), r.path, r.path_len);
+	sb_worker_begin(slot, r.method, strlen(r.method), r.path, r.path_len,
+	    start);
 	if (w->db != NULL)
 		db_watch_client(w->db, http_client_fd(&r));
 	rc = worker_dispatch(w, &r);
@@ -292,15 +277,13 @@ worker_serve(struct worker_ctx *w, FCGX_Request *req)
 		db_watch_client(w->db, -1);
 	if (timeout > 0)
 		worker_timer(0);
-	slot->last_duration_us = clock_now_us() - slot->req_start_us;
-	slot->last_cpu_us = worker_cpu_since_last();
-	slot->last_status = r.status;
-	slot->req_start_us = 0;
-	slot->state = SB_IDLE;
-	slot->requests++;
+	duration = clock_now_us() - start;
+	cpu = worker_cpu_since_last();
+	sb_worker_end(slot, r.status, duration, cpu);
+	sb_worker_phase(slot, SB_IDLE);
 	worker_note_db(w);
 	scoreboard_count(w->sb, r.status);
-	worker_log_access(w->cfg, &r, slot);
+	worker_log_access(w->cfg, &r, duration, cpu);
 }
 
 /*
@@ -333,10 +316,10 @@ static void
 worker_between_requests(struct sb_slot *slot, unsigned long long limit)
 {
 	/* Recycling: keep serving until the master has a replacement. */
-	if (limit != 0 && slot->requests >= limit && !slot->retire) {
+	if (limit != 0 && sb_worker_requests(slot) >= limit &&
+	    sb_worker_retire(slot)) {
 		log_info("pm.max_requests reached after %llu requests",
-		    (unsigned long long)slot->requests);
-		slot->retire = 1;
+		    (unsigned long long)sb_worker_requests(slot));
 		worker_kick_master();
 	}
 }
@@ -418,9 +401,9 @@ worker_wait_conn(struct db *db, int listen_fd, struct sb_slot *slot)
 		else
 			db_idle_check(db);
 	}
-	if (!worker_db_up(db) && db_usable(db))
-		slot->db_ok = slot->ready = 1;
-	slot->db_ok = worker_db_up(db);
+	if (!worker_db_up(db))
+		(void)db_usable(db);	/* reconnects when it is time */
+	sb_worker_db(slot, worker_db_up(db));
 	/* Poked or timed out: look at the socket anyway (EAGAIN is cheap). */
 	return conn || n <= 0;
 }
@@ -455,11 +438,11 @@ worker_loop(struct worker_ctx *w, int listen_fd, unsigned long long limit)
 		log_err("%s: epoll: %s", __func__, strerror(errno));
 		return;
 	}
-	slot->state = SB_IDLE;
+	sb_worker_phase(slot, SB_IDLE);
 	(void)worker_cpu_since_last();	/* the first request counts from here */
 	worker_kick_master();		/* ready: a replacement may retire one */
 	while (!worker_stop) {
-		slot->state = SB_IDLE;
+		sb_worker_phase(slot, SB_IDLE);
 		if (!worker_wait_conn(w->db, listen_fd, slot))
 			continue;
 		if ((fd = conn_accept(listen_fd)) == -1) {
@@ -470,7 +453,7 @@ worker_loop(struct worker_ctx *w, int listen_fd, unsigned long long limit)
 			    strerror(errno));
 			break;
 		}
-		slot->state = SB_READING;
+		sb_worker_phase(slot, SB_READING);
 		worker_reopen_logs();
 		if (!conn_read_request(fd, &req, &pol))
 			continue;
@@ -478,7 +461,7 @@ worker_loop(struct worker_ctx *w, int listen_fd, unsigned long long limit)
 		conn_finish(&req);
 		worker_between_requests(slot, limit);
 	}
-	slot->state = SB_EXITING;
+	sb_worker_phase(slot, SB_EXITING);
 	FCGX_Free(&req, 1);
 }
 
@@ -496,7 +479,7 @@ worker_start_app(const struct worker_args *args, struct worker_ctx *w)
 		return -1;
 	}
 	worker_db = w->db;
-	w->slot->db_ok = w->slot->ready = worker_db_up(w->db);
+	sb_worker_db(w->slot, worker_db_up(w->db));
 	env.cfg = args->cfg;
 	env.shared = args->shared;	/* loaded once, by the master */
 	env.db = w->db;

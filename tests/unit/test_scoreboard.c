@@ -1,0 +1,258 @@
+/*
+ * test_scoreboard.c: the scoreboard's protocol (scoreboard.c): the master
+ * claiming and releasing slots, the worker's writes through sb_worker_*(),
+ * what a reader sees (truncation, sticky readiness, one-way retire, the
+ * database error, the totals), a writer stopped mid-update, and a real
+ * writer process racing a reader: every consistent copy of the request
+ * record must be one record, never parts of two.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "server/scoreboard.h"
+#include "tap.h"
+
+#define T_SLOTS		4
+#define T_READS		2000000	/* reader copies during the race */
+#define T_FILL		100	/* pattern bytes in a raced URI */
+
+static void
+test_claim(struct scoreboard *sb)
+{
+	struct sb_view v;
+	struct sb_slot *s = &sb->slots[1];
+
+	is_int(scoreboard_free_slot(sb), 0, "claim: slot 0 is free");
+	scoreboard_claim(&sb->slots[0], 3, 77);
+	sb->slots[0].master.pid = 4000;
+	scoreboard_claim(s, 3, 88);
+	s->master.pid = 4001;
+	is_int(scoreboard_free_slot(sb), 2, "claim: the next free slot");
+	is_int(scoreboard_find(sb, 4001), 1, "find: by pid");
+	is_int(scoreboard_find(sb, 4002), -1, "find: unknown pid");
+	is_int(scoreboard_read(s, &v), 0, "read: a quiet slot reads at once");
+	ok(v.master.life == SB_LIFE_RUNNING && v.master.generation == 3 &&
+	    v.master.started_us == 88 && v.phase == SB_STARTING &&
+	    !v.ready && !v.db_ok && !v.retire && v.req.requests == 0,
+	    "claim: running, generation, start; the worker's part reset");
+	scoreboard_release(&sb->slots[0]);
+	is_int(scoreboard_free_slot(sb), 0, "release: free again");
+	is_int(scoreboard_find(sb, 4000), -1, "release: its pid is gone");
+}
+
+static void
+test_worker(struct scoreboard *sb)
+{
+	char uri[SCOREBOARD_URI_LEN * 2], text[SCOREBOARD_DB_ERROR_LEN * 2];
+	struct sb_slot *s = &sb->slots[1];
+	struct sb_db_error e;
+	struct sb_view v;
+
+	sb_worker_phase(s, SB_READING);
+	memset(uri, 'u', sizeof(uri));
+	sb_worker_begin(s, "PROPFIND", 8, uri, sizeof(uri), 1234);
+	scoreboard_read(s, &v);
+	is_str(v.req.method, "PROPFIN", "begin: method cut to fit, "
+	    "terminated");
+	is_int(strlen(v.req.uri), SCOREBOARD_URI_LEN - 1, "begin: URI cut to "
+	    "fit, terminated");
+	is_int(v.req.start_us, 1234, "begin: the start");
+	ok(scoreboard_busy(&v), "busy while reading");
+	sb_worker_phase(s, SB_DB);
+	scoreboard_read(s, &v);
+	ok(scoreboard_busy(&v) && v.phase == SB_DB, "busy in the Database "
+	    "phase");
+	sb_worker_end(s, 201, 900, 300);
+	sb_worker_phase(s, SB_IDLE);
+	scoreboard_read(s, &v);
+	ok(!scoreboard_busy(&v), "idle is not busy");
+	ok(v.req.start_us == 0 && v.req.requests == 1 &&
+	    v.req.last_status == 201 && v.req.last_duration_us == 900 &&
+	    v.req.last_cpu_us == 300, "end: no current request, one served, "
+	    "the last one's figures");
+	is_int(sb_worker_requests(s), 1, "the worker's own count");
+	sb_worker_phase(s, SB_EXITING);
+	scoreboard_read(s, &v);
+	ok(!scoreboard_busy(&v), "exiting is not busy");
+
+	sb_worker_db(s, 0);
+	scoreboard_read(s, &v);
+	ok(!v.db_ok && !v.ready, "db down at start: not ready");
+	sb_worker_db(s, 1);
+	scoreboard_read(s, &v);
+	ok(v.db_ok && v.ready, "db up: ready");
+	sb_worker_db(s, 0);
+	scoreboard_read(s, &v);
+	ok(!v.db_ok && v.ready, "db lost: ready stays (prepared once)");
+
+	is_int(sb_worker_retire(s), 1, "retire: asked");
+	is_int(sb_worker_retire(s), 0, "retire: asked once");
+	scoreboard_read(s, &v);
+	ok(v.retire, "retire: seen by the master");
+
+	memset(text, 'x', sizeof(text) - 1);
+	text[sizeof(text) - 1] = '\0';
+	sb_worker_db_error(s, "connection refused", 555);
+	is_int(scoreboard_read_db_error(s, &e), 0, "db error: read");
+	ok(e.at_us == 555 && strcmp(e.text, "connection refused") == 0,
+	    "db error: text and time");
+	sb_worker_db_error(s, text, 556);
+	scoreboard_read_db_error(s, &e);
+	is_int(strlen(e.text), SCOREBOARD_DB_ERROR_LEN - 1, "db error: cut "
+	    "to fit");
+}
+
+/* A worker stopped (or killed) between the two counter updates. */
+static void
+test_stopped_writer(struct scoreboard *sb)
+{
+	struct sb_slot *s = &sb->slots[1];
+	struct sb_db_error e;
+	struct sb_view v;
+
+	s->worker.req_seq++;
+	memset(s->worker.req.uri, 'z', sizeof(s->worker.req.uri));
+	is_int(scoreboard_read(s, &v), -1, "stopped writer: the reader gives "
+	    "up");
+	is_int(strlen(v.req.uri), SCOREBOARD_URI_LEN - 1, "stopped writer: "
+	    "the copy is terminated all the same");
+	is_int(v.req.requests, 1, "stopped writer: and filled");
+	s->worker.req_seq++;
+	is_int(scoreboard_read(s, &v), 0, "writer done: consistent again");
+	s->worker.db_seq++;
+	is_int(scoreboard_read_db_error(s, &e), -1, "stopped writer: db "
+	    "error gives up too");
+	s->worker.db_seq++;
+}
+
+static void
+test_totals(struct scoreboard *sb)
+{
+	static const int codes[] = { 200, 204, 404, 503, 500, 99, 600 };
+	struct sb_totals t;
+	size_t i;
+
+	for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		scoreboard_count(sb, codes[i]);
+	sb->totals.slow = 4;
+	scoreboard_totals(sb, &t);
+	ok(t.accepted == 7 && t.by_class[2] == 2 && t.by_class[4] == 1 &&
+	    t.by_class[5] == 2 && t.by_class[0] == 0 && t.unavailable == 1 &&
+	    t.slow == 4, "totals: accepted, by class (none for 99 or 600), "
+	    "503s, and the master's own");
+	is_str(scoreboard_reason_name(SB_REASON_EXIT), "exit", "reason: exit");
+	is_str(scoreboard_reason_name(SB_REASON_TERMINATE), "terminate",
+	    "reason: terminate");
+	is_str(scoreboard_reason_name(SB_REASON_MAX), "unknown",
+	    "reason: out of range");
+	is_str(scoreboard_phase_name(SB_STARTING), "Starting", "phase: "
+	    "starting");
+	is_str(scoreboard_phase_name(SB_EXITING), "Finishing", "phase: "
+	    "exiting");
+	is_str(scoreboard_phase_name(-1), "Unknown", "phase: out of range");
+}
+
+/* Request k: its URI is T_FILL bytes of one letter, then k. */
+static size_t
+race_uri(char *uri, size_t cap, unsigned long long k)
+{
+	memset(uri, 'a' + (int)(k % 26), T_FILL);
+	return T_FILL + (size_t)snprintf(uri + T_FILL, cap - T_FILL, "/%llu",
+	    k);
+}
+
+static void
+race_writer(struct sb_slot *s, const int *stop)
+{
+	char uri[SCOREBOARD_URI_LEN];
+	unsigned long long k;
+	size_t n;
+
+	for (k = 0; !__atomic_load_n(stop, __ATOMIC_RELAXED); k++) {
+		n = race_uri(uri, sizeof(uri), k);
+		sb_worker_begin(s, "GET", 3, uri, n, (int64_t)k + 1);
+		sb_worker_end(s, 200, (int64_t)k + 1, 0);
+	}
+	_exit(0);
+}
+
+/* 1 if the copy is one record of the writer's sequence. */
+static int
+race_consistent(const struct sb_view *v)
+{
+	char uri[SCOREBOARD_URI_LEN];
+	unsigned long long k;
+
+	if (v->req.last_duration_us != (int64_t)v->req.requests)
+		return 0;
+	if (v->req.start_us == 0)
+		return 1;
+	k = (unsigned long long)v->req.start_us - 1;
+	race_uri(uri, sizeof(uri), k);
+	return v->req.requests == k && strcmp(v->req.uri, uri) == 0;
+}
+
+static void
+test_race(struct scoreboard *sb)
+{
+	struct sb_slot *s = &sb->slots[2];
+	int *stop, status, i, bad = 0, good = 0, torn = 0;
+	struct sb_view v;
+	pid_t pid;
+
+	stop = mmap(NULL, sizeof(*stop), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (stop == MAP_FAILED) {
+		ok(0, "race: setup");
+		return;
+	}
+	*stop = 0;
+	scoreboard_claim(s, 0, 0);
+	if ((pid = fork()) == -1) {
+		ok(0, "race: fork");
+		return;
+	}
+	if (pid == 0)
+		race_writer(s, stop);
+	for (i = 0; i < T_READS; i++) {
+		if (scoreboard_read(s, &v) == -1)
+			torn++;
+		else if (race_consistent(&v))
+			good++;
+		else
+			bad++;
+	}
+	__atomic_store_n(stop, 1, __ATOMIC_RELAXED);
+	waitpid(pid, &status, 0);
+	scoreboard_read(s, &v);
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "race: the writer "
+	    "ran and stopped");
+	ok(v.req.requests > 0 && race_consistent(&v), "race: it wrote %llu "
+	    "records, the last one whole", (unsigned long long)v.req.requests);
+	is_int(bad, 0, "race: no consistent copy mixes two records (%d "
+	    "copies, %d given up)", good, torn);
+	ok(good > 0, "race: the reader got consistent copies");
+	munmap(stop, sizeof(*stop));
+}
+
+int
+main(void)
+{
+	struct scoreboard *sb = scoreboard_create(T_SLOTS);
+
+	if (sb == NULL) {
+		ok(0, "setup");
+		return done_testing();
+	}
+	test_claim(sb);
+	test_worker(sb);
+	test_stopped_writer(sb);
+	test_totals(sb);
+	test_race(sb);
+	scoreboard_destroy(sb);
+	return done_testing();
+}
