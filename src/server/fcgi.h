@@ -40,6 +40,7 @@
 #define FCGI_MAX_MGMT_REPLY	128		/* a management answer */
 #define FCGI_MAX_REFUSAL	256		/* fcgi_refusal()'s answer */
 #define FCGI_MAX_MGMT_RECORDS	16		/* answered per connection */
+#define FCGI_RELEASE_SIZE	FCGI_HEADER_SIZE	/* fcgi_release() */
 /* Largest record a scan may have to see whole. */
 #define FCGI_MAX_RECORD		(FCGI_HEADER_SIZE + FCGI_MAX_CONTENT + 255)
 
@@ -87,6 +88,25 @@ size_t fcgi_management_reply(const unsigned char *rec, size_t len,
 size_t fcgi_params_copy(const unsigned char *p, const struct fcgi_scan *s,
     unsigned char *out);
 
+/* A whole, checked request as a worker serves it (fcgi_request_gather). */
+struct fcgi_request {
+	unsigned		 id;		/* its request id */
+	int			 keep_conn;	/* FCGI_KEEP_CONN was asked */
+	const unsigned char	*params;	/* name-value pairs */
+	size_t			 params_len;
+	const unsigned char	*body;		/* FCGI_STDIN's contents */
+	size_t			 body_len;
+};
+
+/*
+ * Gathers the request that fcgi_scan found whole in p (s->status
+ * FCGI_SCAN_REQUEST): its name-value bytes into params (room for
+ * s->params_len bytes), its body into body (room for s->stdin_len), and
+ * fills fr, which points into those two buffers.
+ */
+void fcgi_request_gather(const unsigned char *p, const struct fcgi_scan *s,
+    unsigned char *params, unsigned char *body, struct fcgi_request *fr);
+
 /*
  * Looks name up in well-formed name-value bytes (fcgi_params_copy).
  * Returns the value (not NUL-terminated) and sets *vlen, or NULL.
@@ -108,6 +128,18 @@ size_t fcgi_reply_size(size_t len);
  */
 size_t fcgi_reply(unsigned id, const char *head, size_t hlen,
     const char *body, size_t blen, unsigned char *out);
+
+/*
+ * An empty FCGI_STDERR record of request id, written at out
+ * (FCGI_RELEASE_SIZE bytes). nginx keeps an upstream connection only when
+ * its read of a response ends exactly with FCGI_END_REQUEST, and drops an
+ * idle kept connection on which anything arrives, yet skips an empty
+ * FCGI_STDERR record in front of a response: this record after
+ * FCGI_END_REQUEST, or alone on an idle kept connection, makes nginx close
+ * that connection itself, whatever request it may be writing meanwhile.
+ * Returns FCGI_RELEASE_SIZE.
+ */
+size_t fcgi_release(unsigned id, unsigned char *out);
 
 /*
  * The answer to a request over the FCGI_MAX_* limits (s->status
