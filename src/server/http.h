@@ -1,7 +1,9 @@
 /*
- * http.h: the request view over libfcgi and the reply writer (worker).
- * http.c and worker.c are the only users of fcgiapp.h; the API layer sees
- * method, raw path, headers and a capped body through struct http_request.
+ * http.h: the request view and the reply writer (worker). A request is
+ * read whole and checked before it is served (conn.h); the application
+ * sees method, raw path, headers and a capped body through struct
+ * http_request, and sends its one reply with http_reply(), which frames
+ * it and writes it, FCGI_END_REQUEST included, in one write.
  */
 #ifndef CFPM_HTTP_H
 #define CFPM_HTTP_H
@@ -24,10 +26,9 @@ enum http_phase {
 	HTTP_PHASE_WRITING,	/* sending the reply */
 };
 
-struct FCGX_Request;
+struct fcgi_request;
 
 struct http_request {
-	struct FCGX_Request	*fcgx;
 	const char		*method;	/* "GET", ... ("" if absent) */
 	const char		*uri;		/* raw REQUEST_URI */
 	const char		*path;		/* raw path, not decoded */
@@ -42,13 +43,29 @@ struct http_request {
 	void			(*on_phase)(void *, enum http_phase);
 	void			*phase_arg;
 	size_t			 bytes_out;	/* body bytes sent */
+
+	/* The FastCGI side, the server's (http_request_init, worker.c). */
+	int			 fd;		/* the request's connection */
+	unsigned		 fcgi_id;	/* its request id */
+	int			 release;	/* end the reply so that nginx
+						   drops the connection
+						   (fcgi_release) */
+	int			 write_timeout_ms; /* bound on the reply */
+	int			 replied;	/* http_reply ran */
+	const unsigned char	*params;	/* name-value pairs */
+	size_t			 params_len;
+	const unsigned char	*body;		/* the whole body */
+	size_t			 body_len;
+	size_t			 body_read;	/* what http_read_body took */
 };
 
 /*
- * Fills r from the FastCGI params of an accepted request. The strings
- * point into libfcgi's memory and stay valid until FCGX_Finish_r.
+ * Fills r from a request read on fd (conn_read_request). The strings
+ * point into this module's and conn.c's buffers and stay valid until the
+ * next request is read.
  */
-void http_request_init(struct http_request *r, struct FCGX_Request *fx);
+void http_request_init(struct http_request *r, int fd,
+    const struct fcgi_request *fr);
 
 enum http_body_result {
 	HTTP_BODY_OK = 0,
@@ -65,9 +82,10 @@ enum http_body_result http_read_body(struct http_request *r, char *buf,
     size_t cap, size_t *len);
 
 /*
- * Sends a complete reply: status line, Content-Type, the optional extra
- * header lines (each ending in "\r\n"), then len bytes of body.
- * Returns 0, or -1 if the client went away (the write failed).
+ * Sends the complete reply, once: status line, Content-Type, the optional
+ * extra header lines (each ending in "\r\n"), then len bytes of body, and
+ * the end of the FastCGI request, in one write. Returns 0, or -1 if the
+ * client went away (the write failed), or a reply was sent already.
  */
 int http_reply(struct http_request *r, int status, const char *content_type,
     const char *extra_headers, const char *body, size_t len);
