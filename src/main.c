@@ -68,7 +68,8 @@ main_parse_children(const char *s)
 
 /* The unix socket owners and groups name existing users and groups. */
 static int
-main_check_owners(const struct config *cfg, const char *path, char *err)
+main_check_owners(const struct config *cfg, const char *path, char *err,
+    size_t errlen)
 {
 	const struct {
 		const char *key, *value;
@@ -88,7 +89,7 @@ main_check_owners(const struct config *cfg, const char *path, char *err)
 		    sandbox_group_id(names[i].value, &gid) :
 		    sandbox_user_id(names[i].value, &uid, NULL)) == 0)
 			continue;
-		snprintf(err, CONFIG_ERR_LEN, "%s: %s: no such %s \"%s\"",
+		snprintf(err, errlen, "%s: %s: no such %s \"%s\"",
 		    path, names[i].key, names[i].group ? "group" : "user",
 		    names[i].value);
 		return -1;
@@ -143,8 +144,9 @@ main(int argc, char *argv[])
 	}
 	/* master_load_config refuses a bad user; resolved again for ids */
 	if (master_load_config(&cfg, test ? NULL : &auth, path, children,
-	    err) == -1 || main_check_owners(&cfg, path, err) == -1 ||
-	    sandbox_resolve(&cfg, path, &ids, err) == -1) {
+	    err, sizeof(err)) == -1 ||
+	    main_check_owners(&cfg, path, err, sizeof(err)) == -1 ||
+	    sandbox_resolve(&cfg, path, &ids, err, sizeof(err)) == -1) {
 		fprintf(stderr, "cfpm: %s\n", err);
 		return 1;
 	}

@@ -12,7 +12,8 @@
 #include "util/readfile.h"
 
 int
-auth_init(struct auth *a, const struct config *cfg, char *err)
+auth_init(struct auth *a, const struct config *cfg, char *err,
+    size_t errlen)
 {
 	char why[CONFIG_ERR_LEN / 2];
 	size_t len;
@@ -20,13 +21,13 @@ auth_init(struct auth *a, const struct config *cfg, char *err)
 
 	memset(a, 0, sizeof(*a));
 	if ((buf = readfile(cfg->auth_key_file, AUTH_MAX_KEY_FILE, &len, err,
-	    CONFIG_ERR_LEN)) == NULL)
+	    errlen)) == NULL)
 		return -1;
 	a->keys = jwt_keyset_parse(buf, len, cfg->auth_key_id[0] != '\0' ?
 	    cfg->auth_key_id : NULL, why, sizeof(why));
 	free(buf);
 	if (a->keys == NULL) {
-		snprintf(err, CONFIG_ERR_LEN, "%s: %s", cfg->auth_key_file, why);
+		snprintf(err, errlen, "%s: %s", cfg->auth_key_file, why);
 		return -1;
 	}
 	memcpy(a->issuer, cfg->auth_issuer, sizeof(a->issuer));

@@ -31,10 +31,12 @@ struct auth {
 };
 
 /*
- * Reads and parses cfg's key file and copies the policy. Returns 0, or -1
- * with a reason in err (CONFIG_ERR_LEN bytes). Free with auth_free().
+ * Reads and parses cfg's key file and copies the policy (the master does,
+ * for the workers it forks). Returns 0, or -1 with a reason in err
+ * (errlen bytes). Free with auth_free().
  */
-int auth_init(struct auth *a, const struct config *cfg, char *err);
+int auth_init(struct auth *a, const struct config *cfg, char *err,
+    size_t errlen);
 
 /* Releases the key set. */
 void auth_free(struct auth *a);

@@ -112,7 +112,7 @@ master_signals(sigset_t *waitmask)
 
 int
 master_load_config(struct config *cfg, struct auth *auth, const char *path,
-    int children, char *err)
+    int children, char *err, size_t errlen)
 {
 	struct sandbox_ids ids;
 	struct auth trial;
@@ -122,26 +122,26 @@ master_load_config(struct config *cfg, struct auth *auth, const char *path,
 
 	config_defaults(cfg);
 	if ((text = readfile(path, MASTER_MAX_CONFIG, &len, err,
-	    CONFIG_ERR_LEN)) == NULL)
+	    errlen)) == NULL)
 		return -1;
-	rc = config_parse(cfg, path, text, len, err);
+	rc = config_parse(cfg, path, text, len, err, errlen);
 	free(text);
 	if (rc == -1)
 		return -1;
 	if (children > 0)
 		cfg->max_children = children;
-	if (config_validate(cfg, path, err) == -1)
+	if (config_validate(cfg, path, err, errlen) == -1)
 		return -1;
 	/* The workers' user must exist and not be root: checked here so a
 	 * reload to a bad one is refused while the running pool serves. */
-	if (sandbox_resolve(cfg, path, &ids, err) == -1)
+	if (sandbox_resolve(cfg, path, &ids, err, errlen) == -1)
 		return -1;
 	/*
 	 * Keys are parsed here, once: a bad file fails now, not in every
 	 * fork, and workers inherit the parsed keys (their verify contexts
 	 * included) instead of each touching OpenSSL's decoders again.
 	 */
-	if (auth_init(auth ? auth : &trial, cfg, err) == -1)
+	if (auth_init(auth ? auth : &trial, cfg, err, errlen) == -1)
 		return -1;
 	if (auth == NULL)
 		auth_free(&trial);
@@ -347,7 +347,7 @@ master_reload(struct master *m)
 	unsigned i;
 
 	if (next == NULL || keys == NULL || master_load_config(next, keys,
-	    m->config_path, m->children, err) == -1) {
+	    m->config_path, m->children, err, sizeof(err)) == -1) {
 		log_err("reload refused, pool unchanged: %s",
 		    next && keys ? err : "out of memory");
 		free(next);

@@ -23,11 +23,11 @@
  * cross-checks (the workers' user and group included: sandbox_resolve),
  * and the key file parsed into auth (release with
  * auth_free(); NULL only checks it). Returns 0, or -1 with
- * "file:line: reason" in err (CONFIG_ERR_LEN bytes). Used at start, by
- * -t, and on every reload.
+ * "file:line: reason" in err (errlen bytes). Used at start, by -t, and
+ * on every reload.
  */
 int master_load_config(struct config *cfg, struct auth *auth,
-    const char *path, int children, char *err);
+    const char *path, int children, char *err, size_t errlen);
 
 /*
  * Runs the pool until a stop signal: forks cfg->max_children workers on

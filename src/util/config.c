@@ -345,7 +345,7 @@ cfg_line(struct config *cfg, char *line, char *why, size_t whylen)
 
 int
 config_parse(struct config *cfg, const char *name, const char *text,
-    size_t len, char *err)
+    size_t len, char *err, size_t errlen)
 {
 	char line[CONFIG_MAX_LINE], why[CONFIG_ERR_LEN / 2];
 	size_t pos = 0, n;
@@ -357,12 +357,12 @@ config_parse(struct config *cfg, const char *name, const char *text,
 		nl = memchr(text + pos, '\n', len - pos);
 		n = nl ? (size_t)(nl - (text + pos)) : len - pos;
 		if (n >= sizeof(line)) {
-			snprintf(err, CONFIG_ERR_LEN, "%s:%d: line longer than %d"
+			snprintf(err, errlen, "%s:%d: line longer than %d"
 			    " bytes", name, lineno, CONFIG_MAX_LINE - 1);
 			return -1;
 		}
 		if (memchr(text + pos, '\0', n) != NULL) {
-			snprintf(err, CONFIG_ERR_LEN, "%s:%d: NUL byte", name,
+			snprintf(err, errlen, "%s:%d: NUL byte", name,
 			    lineno);
 			return -1;
 		}
@@ -370,7 +370,7 @@ config_parse(struct config *cfg, const char *name, const char *text,
 		line[n] = '\0';
 		pos += n + 1;
 		if (cfg_line(cfg, line, why, sizeof(why)) == -1) {
-			snprintf(err, CONFIG_ERR_LEN, "%s:%d: %s", name, lineno,
+			snprintf(err, errlen, "%s:%d: %s", name, lineno,
 			    why);
 			return -1;
 		}
@@ -379,7 +379,8 @@ config_parse(struct config *cfg, const char *name, const char *text,
 }
 
 int
-config_validate(const struct config *cfg, const char *name, char *err)
+config_validate(const struct config *cfg, const char *name, char *err,
+    size_t errlen)
 {
 	static const struct {
 		size_t offset;
@@ -394,18 +395,18 @@ config_validate(const struct config *cfg, const char *name, char *err)
 
 	for (i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
 		if (((const char *)cfg + required[i].offset)[0] == '\0') {
-			snprintf(err, CONFIG_ERR_LEN, "%s: %s is not set", name,
+			snprintf(err, errlen, "%s: %s is not set", name,
 			    required[i].key);
 			return -1;
 		}
 	}
 	if (cfg->ping_path[0] != '\0' && cfg->ping_path[0] != '/') {
-		snprintf(err, CONFIG_ERR_LEN, "%s: ping.path must start with /",
+		snprintf(err, errlen, "%s: ping.path must start with /",
 		    name);
 		return -1;
 	}
 	if (cfg->status_path[0] != '\0' && cfg->status_path[0] != '/') {
-		snprintf(err, CONFIG_ERR_LEN,
+		snprintf(err, errlen,
 		    "%s: pm.status_path must start with /", name);
 		return -1;
 	}

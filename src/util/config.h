@@ -15,7 +15,7 @@
 #define CONFIG_MAX_LINE		4096	/* longest line in a config file */
 #define CONFIG_MAX_VALUE	1024	/* longest value */
 #define CONFIG_MAX_CHILDREN	1024	/* pm.max_children upper bound */
-#define CONFIG_ERR_LEN		512	/* room for an error message */
+#define CONFIG_ERR_LEN		512	/* the error buffer callers pass */
 #define CONFIG_DEFAULT_ACCESS_FORMAT	"%t %p %i \"%m %r\" %s %d %C"
 
 enum config_auth_errors {
@@ -92,15 +92,18 @@ void config_defaults(struct config *cfg);
 /*
  * Parses len bytes of config text (name is used in messages) on top of
  * whatever cfg holds (call config_defaults first). Returns 0, or -1 with
- * "name:line: reason" in err (CONFIG_ERR_LEN bytes).
+ * "name:line: reason" in err (errlen bytes, cut to fit and always
+ * NUL-terminated when errlen > 0; callers pass CONFIG_ERR_LEN).
  */
 int config_parse(struct config *cfg, const char *name, const char *text,
-    size_t len, char *err);
+    size_t len, char *err, size_t errlen);
 
 /*
  * Checks the settings that only make sense together (issuer, audience and
- * key file set, ...). Returns 0, or -1 with "name: reason" in err.
+ * key file set, ...). Returns 0, or -1 with "name: reason" in err (errlen
+ * bytes).
  */
-int config_validate(const struct config *cfg, const char *name, char *err);
+int config_validate(const struct config *cfg, const char *name, char *err,
+    size_t errlen);
 
 #endif
