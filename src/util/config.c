@@ -131,27 +131,50 @@ cfg_set_mode(struct config *cfg, const struct config_directive *d,
 	return 0;
 }
 
+/* The choice of d->choices that value names, or NULL and a reason. */
+static const struct config_choice *
+cfg_find_choice(const struct config_directive *d, const char *value,
+    char *why, size_t whylen)
+{
+	const struct config_choice *c;
+	size_t n = 0;
+
+	for (c = d->choices; c->name != NULL; c++)
+		if (strcmp(value, c->name) == 0)
+			return c;
+	n = (size_t)snprintf(why, whylen, "%s: expected", d->key);
+	for (c = d->choices; c->name != NULL && n < whylen; c++)
+		n += (size_t)snprintf(why + n, whylen - n, "%s %s",
+		    c == d->choices ? "" : (c[1].name ? "," : " or"), c->name);
+	return NULL;
+}
+
 /* Keyword settings: the value must be one of d->choices. */
 static int
 cfg_set_choice(struct config *cfg, const struct config_directive *d,
     const char *value, char *why, size_t whylen)
 {
 	const struct config_choice *c;
-	size_t n = 0;
 
-	for (c = d->choices; c->name != NULL; c++) {
-		if (strcmp(value, c->name) == 0) {
-			*(int *)CFG_PTR(cfg, d) = c->value;
-			return 0;
-		}
-	}
-	n = (size_t)snprintf(why, whylen, "%s: expected", d->key);
-	for (c = d->choices; c->name != NULL && n < whylen; c++)
-		n += (size_t)snprintf(why + n, whylen - n, "%s %s",
-		    c == d->choices ? "" : (c[1].name ? "," : " or"), c->name);
-	return -1;
+	if ((c = cfg_find_choice(d, value, why, whylen)) == NULL)
+		return -1;
+	*(int *)CFG_PTR(cfg, d) = c->value;
+	return 0;
 }
 
+/*
+ * Keys kept for PHP-FPM configs that have only one possible value here:
+ * it is checked, and nothing is stored, as there is nothing to choose.
+ */
+static int
+cfg_check_choice(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	(void)cfg;
+	return cfg_find_choice(d, value, why, whylen) == NULL ? -1 : 0;
+}
+
+/* cfpm runs a static pool: "pm = static" is accepted, nothing else. */
 static const struct config_choice cfg_pm_choices[] = {
 	{ "static", 0 }, { NULL, 0 },
 };
@@ -176,6 +199,7 @@ static const struct config_choice cfg_level_choices[] = {
 #define CFG_SECONDS(k, f)	{ k, cfg_set_seconds, CFG_FIELD(f), 0, 86400, NULL }
 #define CFG_MODE(k, f)		{ k, cfg_set_mode, CFG_FIELD(f), 0, 0, NULL }
 #define CFG_CHOICE(k, f, c)	{ k, cfg_set_choice, CFG_FIELD(f), 0, 0, c }
+#define CFG_ONLY(k, c)		{ k, cfg_check_choice, 0, 0, 0, 0, c }
 
 static const struct config_directive config_directives[] = {
 	CFG_STRING("listen", listen),
@@ -183,7 +207,7 @@ static const struct config_directive config_directives[] = {
 	CFG_STRING("listen.owner", listen_owner),
 	CFG_STRING("listen.group", listen_group),
 	CFG_MODE("listen.mode", listen_mode),
-	CFG_CHOICE("pm", pm, cfg_pm_choices),
+	CFG_ONLY("pm", cfg_pm_choices),
 	CFG_INT("pm.max_children", max_children, 1, CONFIG_MAX_CHILDREN),
 	CFG_INT("pm.max_requests", max_requests, 0, INT64_MAX),
 	CFG_SECONDS("request_terminate_timeout", request_terminate_timeout),

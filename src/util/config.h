@@ -43,7 +43,6 @@ struct config {
 
 	/* pool */
 	int		max_children;		/* pm.max_children, 1..1024 */
-	int		pm;			/* only 0: static */
 	int64_t		max_requests;		/* pm.max_requests, 0 = never */
 	int		request_terminate_timeout;	/* seconds, 0 = off */
 	int		request_slowlog_timeout;	/* seconds, 0 = off */
