@@ -24,7 +24,6 @@ static const struct option main_options[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "children", required_argument, NULL, 'n' },
 	{ "test", no_argument, NULL, 't' },
-	{ "nodaemonize", no_argument, NULL, 'F' },
 	{ "allow-to-run-as-root", no_argument, NULL, 'R' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'v' },
@@ -34,13 +33,11 @@ static const struct option main_options[] = {
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: cfpm [-tFRhv] [-c file] [-n children]\n"
+	fprintf(f, "usage: cfpm [-tRhv] [-c file] [-n children]\n"
 	    "  -c, --config file        configuration file (default %s)\n"
 	    "  -n, --children N         override pm.max_children (1..%d)\n"
 	    "  -t, --test               test the configuration and keys, "
 	    "then exit\n"
-	    "  -F, --nodaemonize        stay in the foreground (always the "
-	    "case)\n"
 	    "  -R, --allow-to-run-as-root\n"
 	    "                           let workers run as root (no user, "
 	    "or user root)\n"
@@ -125,13 +122,12 @@ main(int argc, char *argv[])
 	struct auth auth;
 	int ch, test = 0, children = 0, rc;
 
-	while ((ch = getopt_long(argc, argv, "c:n:tFRhv", main_options,
+	while ((ch = getopt_long(argc, argv, "c:n:tRhv", main_options,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'c': path = optarg; break;
 		case 'n': children = main_parse_children(optarg); break;
 		case 't': test = 1; break;
-		case 'F': break;
 		case 'R': sandbox_allow_root(1); break;
 		case 'v': printf("cfpm %s\n", PACKAGE_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
