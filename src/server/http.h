@@ -26,12 +26,12 @@ struct http_request {
 	long long		 content_length; /* -1 if absent or invalid */
 	const char		*request_id;	/* nginx $request_id or NULL */
 	int			 status;	/* set by http_reply */
-	size_t			 bytes_out;	/* body bytes sent */
 };
 
 /*
  * Fills r from the FastCGI params of an accepted request. The strings
- * point into libfcgi's memory and stay valid until FCGX_Finish_r.
+ * point into libfcgi's memory and stay valid until conn_finish() ends
+ * the request.
  */
 void http_request_init(struct http_request *r, struct FCGX_Request *fx);
 
