@@ -1,5 +1,6 @@
 /*
- * auth.h: Bearer token extraction and access policy (worker).
+ * auth.h: Bearer token extraction and access policy (worker; the keys
+ * are loaded by the master, at start and on each reload, and inherited).
  * Takes the Authorization header, pulls out the one bearer token, has
  * jwt.c verify it against the configured issuer, audience and leeway, and
  * checks the endpoint's scope. Mapping results to HTTP is api.c's job.

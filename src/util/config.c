@@ -1,7 +1,10 @@
 /*
- * config.c: parse the PHP-FPM-like configuration text (PURE: no I/O).
- * A directive table maps each key to a parser and a field; main.c reads
- * the file and hands the bytes in, so this module is unit-testable.
+ * config.c: parse the PHP-FPM-like configuration text (PURE: no I/O; the
+ * master runs it at start, for -t and on every reload).
+ * A directive table maps each key to a parser and a field (or, for a key
+ * with a single possible value, to a check only); master_load_config()
+ * in master.c reads the file with readfile() and hands the bytes in, so
+ * this module is unit-testable and fuzzable.
  */
 #include "util/config.h"
 

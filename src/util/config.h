@@ -2,8 +2,10 @@
  * config.h: the cfpm configuration (PURE: text -> struct config).
  *
  * The file is PHP-FPM-like: "key = value" lines, ';' or '#' comments,
- * optional "[section]" headers (accepted and ignored: cfpm runs one pool).
- * Values may be double-quoted. Every error names file:line and the reason.
+ * optional "[section]" headers (cfpm runs one pool: a section other than
+ * [global] names it, as the status page shows).
+ * Values may be double-quoted. A parse error names file:line and the
+ * reason; a validation error, the file and the reason.
  */
 #ifndef CFPM_CONFIG_H
 #define CFPM_CONFIG_H
@@ -79,7 +81,7 @@ struct config {
 	char		status_group[CONFIG_MAX_VALUE];
 	mode_t		status_mode;
 
-	/* privileges (src/sandbox.h) */
+	/* privileges (server/sandbox.h) */
 	char		user[CONFIG_MAX_VALUE];	/* workers' user, "" = none */
 	char		group[CONFIG_MAX_VALUE];	/* "" = user's group */
 	int		worker_seccomp;		/* 1: system-call filter on */
