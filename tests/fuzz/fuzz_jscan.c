@@ -131,26 +131,32 @@ check_member(const char *s, size_t n, const char *name, int nul)
 	json_decref(root);
 }
 
+/* jansson's reading of s (n bytes) as the inside of a string, NUL too. */
+static json_t *
+as_string(const char *s, size_t n)
+{
+	char *quoted = malloc(n + 2);
+	json_t *v;
+
+	if (quoted == NULL)
+		abort();
+	quoted[0] = quoted[n + 1] = '"';
+	memcpy(quoted + 1, s, n);
+	v = json_loadb(quoted, n + 2, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+	free(quoted);
+	return v;
+}
+
 static void
 check_key(const char *s, size_t n, const char *name)
 {
 	size_t nlen = strlen(name);
+	int is = jscan_key_is(s, n, name);
 	json_t *v;
-	char *quoted;
-	int is;
 
-	is = jscan_key_is(s, n, name);
 	if (is != 0 && is != 1)
 		abort();
-	/* The same bytes as a JSON string: jansson decodes it, NUL too. */
-	if ((quoted = malloc(n + 2)) == NULL)
-		abort();
-	quoted[0] = '"';
-	memcpy(quoted + 1, s, n);
-	quoted[n + 1] = '"';
-	v = json_loadb(quoted, n + 2, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-	free(quoted);
-	if (v == NULL)
+	if ((v = as_string(s, n)) == NULL)
 		return;
 	if (!json_is_string(v) || is != (json_string_length(v) == nlen &&
 	    memcmp(json_string_value(v), name, nlen) == 0))
@@ -161,10 +167,10 @@ check_key(const char *s, size_t n, const char *name)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fuzz_guard g;
-	const char *text;
 	char name[FUZZ_NAME_MAX];
 	size_t nlen, n;
+	struct fuzz_guard g;
+	const char *text;
 	int nul;
 
 	if (size == 0)

@@ -32,6 +32,8 @@ show(const char *text)
 	return out;
 }
 
+#define NCASES(a)	(sizeof(a) / sizeof((a)[0]))
+
 /* An exact-length copy of len bytes of text (no terminator). */
 static char *
 copy(const char *text, size_t len)
@@ -44,101 +46,128 @@ copy(const char *text, size_t len)
 	return p;
 }
 
-static void
-skip_string(const char *text, size_t i, size_t want)
+/* The same for a whole C string, its length in *len. */
+static char *
+copy_str(const char *text, size_t *len)
 {
-	size_t len = strlen(text);
-	char *s = copy(text, len);
+	*len = strlen(text);
+	return copy(text, *len);
+}
 
-	is_int(jscan_skip_string(s, len, i), want, "skip_string %s at %zu",
-	    show(text), i);
-	free(s);
+/*
+ * A scan of text that found text[start..end-1] (found) or nothing: want
+ * is the text it should have found, NULL if it should have failed.
+ */
+static void
+is_span(const char *what, const char *text, int found, size_t start,
+    size_t end, const char *want)
+{
+	if (want == NULL) {
+		ok(!found, "%s fails on [%s]", what, show(text));
+		return;
+	}
+	if (ok(found && start <= end && end <= strlen(text), "%s finds a "
+	    "span of [%s]", what, show(text)))
+		ok(end - start == strlen(want) && memcmp(text + start, want,
+		    end - start) == 0, "%s: [%s] (got %zu..%zu)", what,
+		    show(want), start, end);
 }
 
 static void
 test_skip_string(void)
 {
-	skip_string("\"\"", 0, 2);
-	skip_string("\"abc\"", 0, 5);
-	skip_string("\"abc\" tail", 0, 5);
-	skip_string("x\"y\"z", 1, 4);
-	skip_string("\"a\\\"b\"", 0, 6);
-	skip_string("\"a\\\\\"", 0, 5);
-	skip_string("\"\\u0022\"", 0, 8);
-	skip_string("\"{[,:]}\"", 0, 8);
-	skip_string("\"", 0, 0);
-	skip_string("\"abc", 0, 0);
-	skip_string("\"abc\\", 0, 0);
-	skip_string("\"abc\\\"", 0, 0);
-	skip_string("abc", 0, 0);
-	skip_string("\"a\"", 3, 0);
-	skip_string("\"a\"", 7, 0);
-	skip_string("", 0, 0);
+	static const struct {
+		const char	*text;
+		size_t		 at, want;	/* want 0: fails */
+	} cases[] = {
+		{ "\"\"", 0, 2 },
+		{ "\"abc\"", 0, 5 },
+		{ "\"abc\" tail", 0, 5 },
+		{ "x\"y\"z", 1, 4 },
+		{ "\"a\\\"b\"", 0, 6 },
+		{ "\"a\\\\\"", 0, 5 },
+		{ "\"\\u0022\"", 0, 8 },
+		{ "\"{[,:]}\"", 0, 8 },
+		{ "\"", 0, 0 },
+		{ "\"abc", 0, 0 },
+		{ "\"abc\\", 0, 0 },
+		{ "\"abc\\\"", 0, 0 },
+		{ "abc", 0, 0 },
+		{ "\"a\"", 3, 0 },
+		{ "\"a\"", 7, 0 },
+		{ "", 0, 0 },
+	};
+	size_t i, len;
+	char *s;
+
+	for (i = 0; i < NCASES(cases); i++) {
+		s = copy_str(cases[i].text, &len);
+		is_int(jscan_skip_string(s, len, cases[i].at), cases[i].want,
+		    "skip_string [%s] at %zu", show(cases[i].text),
+		    cases[i].at);
+		free(s);
+	}
 	/* Not a validator: a raw NUL inside is stepped over. */
 	ok(jscan_skip_string("\"a\0b\"", 5, 0) == 5, "NUL inside a string");
-}
-
-/* want_text: the value's text, or NULL for a failure. */
-static void
-skip_value(const char *text, size_t i, const char *want_text)
-{
-	size_t len = strlen(text), got, vstart = i;
-	char *s = copy(text, len);
-
-	got = jscan_skip_value(s, len, i);
-	while (vstart < len && strchr(" \t\r\n", text[vstart]) != NULL)
-		vstart++;
-	if (want_text == NULL)
-		is_int(got, 0, "skip_value fails on [%s] at %zu", show(text), i);
-	else if (ok(got > vstart && got <= len, "skip_value [%s] at %zu: "
-	    "%zu within the text", show(text), i, got))
-		ok(got - vstart == strlen(want_text) && memcmp(text + vstart,
-		    want_text, got - vstart) == 0, "skip_value [%s] is [%s] "
-		    "(got %zu bytes)", show(text), show(want_text),
-		    got - vstart);
-	free(s);
 }
 
 static void
 test_skip_value(void)
 {
+	static const struct {
+		const char	*text;
+		size_t		 at;
+		const char	*want;		/* the value, NULL: fails */
+	} cases[] = {
+		/* Every value type, alone and followed by more text. */
+		{ "true", 0, "true" },
+		{ "false,", 0, "false" },
+		{ "null}", 0, "null" },
+		{ "0", 0, "0" },
+		{ "-12.5e+3]", 0, "-12.5e+3" },
+		{ "1E-2 ", 0, "1E-2" },
+		{ "\"s\"", 0, "\"s\"" },
+		{ "\"}]\\\",\"", 0, "\"}]\\\",\"" },
+		{ "{}", 0, "{}" },
+		{ "[]", 0, "[]" },
+		{ " \t\r\n[ 1 , 2 ] \n", 0, "[ 1 , 2 ]" },
+		{ "{\"a\":[1,{\"b\":\"]}\"}],\"c\":null} ,", 0,
+		    "{\"a\":[1,{\"b\":\"]}\"}],\"c\":null}" },
+		{ "[[],[[]],{}]]", 0, "[[],[[]],{}]" },
+		{ "1 2", 0, "1" },
+		{ "{\"k\":1}{}", 0, "{\"k\":1}" },
+		{ "\"k\":[1]", 4, "[1]" },
+		{ "\"k\":  7,", 4, "7" },
+		/* Nothing, or no value where one should start. */
+		{ "", 0, NULL },
+		{ " \t\r\n", 0, NULL },
+		{ "[1]", 3, NULL },
+		{ "[1]", 9, NULL },
+		{ ",1", 0, NULL },
+		{ ":1", 0, NULL },
+		{ "}", 0, NULL },
+		{ "]", 0, NULL },
+		/* Cut off inside. */
+		{ "[1,2", 0, NULL },
+		{ "{", 0, NULL },
+		{ "{\"a\":\"b", 0, NULL },
+		{ "[\"\\", 0, NULL },
+		{ "\"abc", 0, NULL },
+	};
 	char deep[2 * 1000];
-	size_t k;
+	size_t i, k, len, got, start;
+	char *s;
 
-	/* Every value type, alone and followed by more text. */
-	skip_value("true", 0, "true");
-	skip_value("false,", 0, "false");
-	skip_value("null}", 0, "null");
-	skip_value("0", 0, "0");
-	skip_value("-12.5e+3]", 0, "-12.5e+3");
-	skip_value("1E-2 ", 0, "1E-2");
-	skip_value("\"s\"", 0, "\"s\"");
-	skip_value("\"}]\\\",\"", 0, "\"}]\\\",\"");
-	skip_value("{}", 0, "{}");
-	skip_value("[]", 0, "[]");
-	skip_value(" \t\r\n[ 1 , 2 ] \n", 0, "[ 1 , 2 ]");
-	skip_value("{\"a\":[1,{\"b\":\"]}\"}],\"c\":null} ,", 0,
-	    "{\"a\":[1,{\"b\":\"]}\"}],\"c\":null}");
-	skip_value("[[],[[]],{}]]", 0, "[[],[[]],{}]");
-	skip_value("1 2", 0, "1");
-	skip_value("{\"k\":1}{}", 0, "{\"k\":1}");
-	skip_value("\"k\":[1]", 4, "[1]");
-	skip_value("\"k\":  7,", 4, "7");
-	/* Nothing, or no value where one should start. */
-	skip_value("", 0, NULL);
-	skip_value(" \t\r\n", 0, NULL);
-	skip_value("[1]", 3, NULL);
-	skip_value("[1]", 9, NULL);
-	skip_value(",1", 0, NULL);
-	skip_value(":1", 0, NULL);
-	skip_value("}", 0, NULL);
-	skip_value("]", 0, NULL);
-	/* Cut off inside. */
-	skip_value("[1,2", 0, NULL);
-	skip_value("{", 0, NULL);
-	skip_value("{\"a\":\"b", 0, NULL);
-	skip_value("[\"\\", 0, NULL);
-	skip_value("\"abc", 0, NULL);
+	for (i = 0; i < NCASES(cases); i++) {
+		s = copy_str(cases[i].text, &len);
+		got = jscan_skip_value(s, len, cases[i].at);
+		for (start = cases[i].at; start < len &&
+		    strchr(" \t\r\n", s[start]) != NULL; start++)
+			;
+		is_span("skip_value", cases[i].text, got != 0, start, got,
+		    cases[i].want);
+		free(s);
+	}
 	/* A NUL where a token should start never loops. */
 	ok(jscan_skip_value("\0", 1, 0) == 0, "NUL alone fails");
 	ok(jscan_skip_value("[1\0]", 4, 0) == 0, "NUL after a number in an "
@@ -157,185 +186,196 @@ test_skip_value(void)
 	    "1000 levels, one bracket short: fails");
 }
 
-/* want_next 0: the escape fails. */
-static void
-unescape(const char *text, size_t want_next, uint32_t want_cp)
-{
-	size_t len = strlen(text), got;
-	uint32_t cp = 0xfffffff;
-	char *s = copy(text, len);
-
-	got = jscan_unescape(s, len, 0, &cp);
-	is_int(got, want_next, "unescape %s: end", text);
-	if (want_next != 0)
-		is_int(cp, want_cp, "unescape %s: code point", text);
-	else
-		is_int(cp, 0xfffffff, "unescape %s: *cp untouched", text);
-	free(s);
-}
-
 static void
 test_unescape(void)
 {
-	unescape("\\\"", 2, '"');
-	unescape("\\\\", 2, '\\');
-	unescape("\\/", 2, '/');
-	unescape("\\b", 2, '\b');
-	unescape("\\f", 2, '\f');
-	unescape("\\n", 2, '\n');
-	unescape("\\r", 2, '\r');
-	unescape("\\tX", 2, '\t');
-	unescape("\\u0041", 6, 'A');
-	unescape("\\u00e9\"", 6, 0xe9);
-	unescape("\\u00E9", 6, 0xe9);
-	unescape("\\uFFFF", 6, 0xffff);
-	unescape("\\u0000", 6, 0);
-	unescape("\\ud83d\\ude00", 12, 0x1f600);
-	unescape("\\uD83D\\uDE00\"", 12, 0x1f600);
-	unescape("\\udbff\\udfff", 12, 0x10ffff);
-	unescape("\\ud800\\udc00", 12, 0x10000);
-	/* Lone halves: jansson refuses them. */
-	unescape("\\ud800", 0, 0);
-	unescape("\\ud800\"", 0, 0);
-	unescape("\\ud800\\u0041", 0, 0);
-	unescape("\\ud800\\ud800", 0, 0);
-	unescape("\\ud800\\ue000", 0, 0);
-	unescape("\\udbff\\udbff", 0, 0);
-	unescape("\\ud800\\n", 0, 0);
-	unescape("\\ud800\\udc0", 0, 0);
-	unescape("\\udc00", 0, 0);
-	unescape("\\udfff\\ud800", 0, 0);
-	/* Cut off, or not an escape. */
-	unescape("\\", 0, 0);
-	unescape("\\u", 0, 0);
-	unescape("\\u004", 0, 0);
-	unescape("\\u004g", 0, 0);
-	unescape("\\u 041", 0, 0);
-	unescape("\\x", 0, 0);
-	unescape("\\U0041", 0, 0);
-	unescape("\\'", 0, 0);
-	unescape("a", 0, 0);
-	unescape("", 0, 0);
-	ok(jscan_unescape("\\\0", 2, 0, &(uint32_t){ 0 }) == 0,
-	    "backslash NUL fails");
-}
+	static const struct {
+		const char	*text;
+		size_t		 end;		/* 0: fails */
+		uint32_t	 cp;
+	} cases[] = {
+		{ "\\\"", 2, '"' },
+		{ "\\\\", 2, '\\' },
+		{ "\\/", 2, '/' },
+		{ "\\b", 2, '\b' },
+		{ "\\f", 2, '\f' },
+		{ "\\n", 2, '\n' },
+		{ "\\r", 2, '\r' },
+		{ "\\tX", 2, '\t' },
+		{ "\\u0041", 6, 'A' },
+		{ "\\u00e9\"", 6, 0xe9 },
+		{ "\\u00E9", 6, 0xe9 },
+		{ "\\uFFFF", 6, 0xffff },
+		{ "\\u0000", 6, 0 },
+		{ "\\ud83d\\ude00", 12, 0x1f600 },
+		{ "\\uD83D\\uDE00\"", 12, 0x1f600 },
+		{ "\\udbff\\udfff", 12, 0x10ffff },
+		{ "\\ud800\\udc00", 12, 0x10000 },
+		/* Lone halves: jansson refuses them. */
+		{ "\\ud800", 0, 0 },
+		{ "\\ud800\"", 0, 0 },
+		{ "\\ud800\\u0041", 0, 0 },
+		{ "\\ud800\\ud800", 0, 0 },
+		{ "\\ud800\\ue000", 0, 0 },
+		{ "\\udbff\\udbff", 0, 0 },
+		{ "\\ud800\\n", 0, 0 },
+		{ "\\ud800\\udc0", 0, 0 },
+		{ "\\udc00", 0, 0 },
+		{ "\\udfff\\ud800", 0, 0 },
+		/* Cut off, or not an escape. */
+		{ "\\", 0, 0 },
+		{ "\\u", 0, 0 },
+		{ "\\u004", 0, 0 },
+		{ "\\u004g", 0, 0 },
+		{ "\\u 041", 0, 0 },
+		{ "\\x", 0, 0 },
+		{ "\\U0041", 0, 0 },
+		{ "\\'", 0, 0 },
+		{ "a", 0, 0 },
+		{ "", 0, 0 },
+	};
+	const uint32_t unset = 0xfffffff;
+	size_t i, len;
+	uint32_t cp;
+	char *s;
 
-static void
-key_is(const char *raw, const char *name, int want)
-{
-	size_t len = strlen(raw);
-	char *k = copy(raw, len);
-
-	is_int(jscan_key_is(k, len, name), want, "key [%s] %s \"%s\"",
-	    show(raw), want ? "is" : "is not", show(name));
-	free(k);
+	for (i = 0; i < NCASES(cases); i++) {
+		s = copy_str(cases[i].text, &len);
+		cp = unset;
+		is_int(jscan_unescape(s, len, 0, &cp), cases[i].end,
+		    "unescape %s: end", cases[i].text);
+		is_int(cp, cases[i].end != 0 ? cases[i].cp : unset,
+		    "unescape %s: %s", cases[i].text, cases[i].end != 0 ?
+		    "code point" : "*cp untouched");
+		free(s);
+	}
+	ok(jscan_unescape("\\\0", 2, 0, &cp) == 0, "backslash NUL fails");
 }
 
 static void
 test_key_is(void)
 {
-	key_is("payload", "payload", 1);
-	key_is("\\u0070ayload", "payload", 1);
-	key_is("pay\\u006Coad", "payload", 1);
-	key_is("\\u0070\\u0061\\u0079\\u006c\\u006f\\u0061\\u0064", "payload",
-	    1);
-	key_is("payloa", "payload", 0);
-	key_is("payloadx", "payload", 0);
-	key_is("Payload", "payload", 0);
-	key_is("payload\\u0000", "payload", 0);
-	key_is("pay\\u0000load", "payload", 0);
-	key_is("payload\\", "payload", 0);
-	key_is("payloa\\u006", "payload", 0);
-	key_is("", "", 1);
-	key_is("", "a", 0);
-	key_is("a", "", 0);
-	key_is("\\\"", "\"", 1);
-	key_is("\\\\", "\\", 1);
-	key_is("\\/a", "/a", 1);
-	key_is("\\n\\t", "\n\t", 1);
-	key_is("caf\\u00e9", "caf\xc3\xa9", 1);
-	key_is("caf\xc3\xa9", "caf\xc3\xa9", 1);
-	key_is("caf\\u00e9", "cafe", 0);
-	key_is("\\u4e2d", "\xe4\xb8\xad", 1);
-	key_is("\\ud83d\\ude00", "\xf0\x9f\x98\x80", 1);
-	key_is("\\ud83d", "\xed\xa0\xbd", 0);	/* no CESU-8 */
-	key_is("\\ud83d\\ude00", "\xf0\x9f\x98", 0);
+	static const struct {
+		const char	*raw, *name;
+		int		 want;
+	} cases[] = {
+		{ "payload", "payload", 1 },
+		{ "\\u0070ayload", "payload", 1 },
+		{ "pay\\u006Coad", "payload", 1 },
+		{ "\\u0070\\u0061\\u0079\\u006c\\u006f\\u0061\\u0064",
+		    "payload", 1 },
+		{ "payloa", "payload", 0 },
+		{ "payloadx", "payload", 0 },
+		{ "Payload", "payload", 0 },
+		{ "payload\\u0000", "payload", 0 },
+		{ "pay\\u0000load", "payload", 0 },
+		{ "payload\\", "payload", 0 },
+		{ "payloa\\u006", "payload", 0 },
+		{ "", "", 1 },
+		{ "", "a", 0 },
+		{ "a", "", 0 },
+		{ "\\\"", "\"", 1 },
+		{ "\\\\", "\\", 1 },
+		{ "\\/a", "/a", 1 },
+		{ "\\n\\t", "\n\t", 1 },
+		{ "caf\\u00e9", "caf\xc3\xa9", 1 },
+		{ "caf\xc3\xa9", "caf\xc3\xa9", 1 },
+		{ "caf\\u00e9", "cafe", 0 },
+		{ "\\u4e2d", "\xe4\xb8\xad", 1 },
+		{ "\\ud83d\\ude00", "\xf0\x9f\x98\x80", 1 },
+		{ "\\ud83d", "\xed\xa0\xbd", 0 },	/* no CESU-8 */
+		{ "\\ud83d\\ude00", "\xf0\x9f\x98", 0 },
+	};
+	size_t i, len;
+	char *k;
+
+	for (i = 0; i < NCASES(cases); i++) {
+		k = copy_str(cases[i].raw, &len);
+		is_int(jscan_key_is(k, len, cases[i].name), cases[i].want,
+		    "key [%s] %s \"%s\"", show(cases[i].raw), cases[i].want ?
+		    "is" : "is not", show(cases[i].name));
+		free(k);
+	}
 	ok(jscan_key_is("a\0", 2, "a") == 0, "a raw NUL never matches");
-}
-
-/* want_value: the member's text, or NULL for -1. */
-static void
-span(const char *text, const char *name, const char *want_value)
-{
-	size_t len = strlen(text), start = 7777, end = 8888;
-	char *s = copy(text, len);
-	int rc;
-
-	rc = jscan_member_span(s, len, name, &start, &end);
-	if (want_value == NULL) {
-		is_int(rc, -1, "no \"%s\" in [%s]", name, show(text));
-		ok(start == 7777 && end == 8888, "spans untouched on failure");
-	} else if (ok(rc == 0 && start <= end && end <= len, "\"%s\" in [%s]",
-	    name, show(text)))
-		ok(end - start == strlen(want_value) && memcmp(text + start,
-		    want_value, end - start) == 0, "\"%s\" is [%s] (got "
-		    "%zu..%zu)", name, show(want_value), start, end);
-	free(s);
 }
 
 static void
 test_member_span(void)
 {
-	span("{\"kind\":\"a\",\"payload\":{\"x\":1}}", "payload", "{\"x\":1}");
-	span("{\"kind\":\"a\",\"payload\":{\"x\":1}}", "kind", "\"a\"");
-	span(" \n{ \"payload\" : [ 1 , 2 ] , \"k\" : 1 }\t", "payload",
-	    "[ 1 , 2 ]");
-	span("{\"k\" :1 , \"payload\"\r\n:\r\n{ }\r\n}", "payload", "{ }");
-	/* Every value type as the member. */
-	span("{\"a\":true,\"p\":false}", "p", "false");
-	span("{\"p\":null}", "p", "null");
-	span("{\"p\":-0.5e-3}", "p", "-0.5e-3");
-	span("{\"p\":12345678901234567890123}", "p",
-	    "12345678901234567890123");
-	span("{\"p\":\"s\\\"},\\\\\"}", "p", "\"s\\\"},\\\\\"");
-	span("{\"p\":{},\"q\":1}", "p", "{}");
-	span("{\"p\":[[{}],[\"]\"]]}", "p", "[[{}],[\"]\"]]");
-	/* Only the top level counts, and only names, never values. */
-	span("{\"a\":{\"payload\":1}}", "payload", NULL);
-	span("{\"a\":{\"payload\":1},\"payload\":2}", "payload", "2");
-	span("{\"a\":[{\"payload\":1}],\"payload\":3}", "payload", "3");
-	span("{\"a\":\"\\\"payload\\\":1\"}", "payload", NULL);
-	span("{\"payload\\\"\":1}", "payload", NULL);
-	span("{\"payloadx\":1,\"xpayload\":2,\"payload\":4}", "payload", "4");
-	/* Duplicates: the first one. */
-	span("{\"p\":1,\"p\":2}", "p", "1");
-	span("{\"\\u0070\":1,\"p\":2}", "p", "1");
-	/* Escaped names equal to the one wanted. */
-	span("{\"\\u0070ayload\":{\"y\":2}}", "payload", "{\"y\":2}");
-	span("{\"x\":0,\"pay\\u006coad\":[]}", "payload", "[]");
-	span("{\"caf\\u00e9\":1}", "caf\xc3\xa9", "1");
-	span("{\"p\\u0000\":1}", "p", NULL);
-	/* Not an object, or no such member. */
-	span("", "p", NULL);
-	span(" \t\r\n", "p", NULL);
-	span("{}", "p", NULL);
-	span("{ }", "p", NULL);
-	span("[]", "p", NULL);
-	span("[{\"p\":1}]", "p", NULL);
-	span("\"p\"", "p", NULL);
-	span("{\"a\":1}", "p", NULL);
-	/* Malformed before the member is found. */
-	span("{", "p", NULL);
-	span("{\"p", "p", NULL);
-	span("{\"p\"", "p", NULL);
-	span("{\"p\":", "p", NULL);
-	span("{\"p\" 1}", "p", NULL);
-	span("{\"p\":\"abc", "p", NULL);
-	span("{\"a\":1 \"p\":2}", "p", NULL);
-	span("{\"a\":1,}", "p", NULL);
-	span("{\"a\":}", "p", NULL);
-	span("{p:1}", "p", NULL);
-	span("{,\"p\":1}", "p", NULL);
+	static const struct {
+		const char	*text, *name;
+		const char	*want;		/* the value, NULL: -1 */
+	} cases[] = {
+		{ "{\"kind\":\"a\",\"payload\":{\"x\":1}}", "payload",
+		    "{\"x\":1}" },
+		{ "{\"kind\":\"a\",\"payload\":{\"x\":1}}", "kind", "\"a\"" },
+		{ " \n{ \"payload\" : [ 1 , 2 ] , \"k\" : 1 }\t", "payload",
+		    "[ 1 , 2 ]" },
+		{ "{\"k\" :1 , \"payload\"\r\n:\r\n{ }\r\n}", "payload",
+		    "{ }" },
+		/* Every value type as the member. */
+		{ "{\"a\":true,\"p\":false}", "p", "false" },
+		{ "{\"p\":null}", "p", "null" },
+		{ "{\"p\":-0.5e-3}", "p", "-0.5e-3" },
+		{ "{\"p\":12345678901234567890123}", "p",
+		    "12345678901234567890123" },
+		{ "{\"p\":\"s\\\"},\\\\\"}", "p", "\"s\\\"},\\\\\"" },
+		{ "{\"p\":{},\"q\":1}", "p", "{}" },
+		{ "{\"p\":[[{}],[\"]\"]]}", "p", "[[{}],[\"]\"]]" },
+		/* Only the top level counts, and only names, never values. */
+		{ "{\"a\":{\"payload\":1}}", "payload", NULL },
+		{ "{\"a\":{\"payload\":1},\"payload\":2}", "payload", "2" },
+		{ "{\"a\":[{\"payload\":1}],\"payload\":3}", "payload", "3" },
+		{ "{\"a\":\"\\\"payload\\\":1\"}", "payload", NULL },
+		{ "{\"payload\\\"\":1}", "payload", NULL },
+		{ "{\"payloadx\":1,\"xpayload\":2,\"payload\":4}", "payload",
+		    "4" },
+		/* Duplicates: the first one. */
+		{ "{\"p\":1,\"p\":2}", "p", "1" },
+		{ "{\"\\u0070\":1,\"p\":2}", "p", "1" },
+		/* Escaped names equal to the one wanted. */
+		{ "{\"\\u0070ayload\":{\"y\":2}}", "payload", "{\"y\":2}" },
+		{ "{\"x\":0,\"pay\\u006coad\":[]}", "payload", "[]" },
+		{ "{\"caf\\u00e9\":1}", "caf\xc3\xa9", "1" },
+		{ "{\"p\\u0000\":1}", "p", NULL },
+		/* Not an object, or no such member. */
+		{ "", "p", NULL },
+		{ " \t\r\n", "p", NULL },
+		{ "{}", "p", NULL },
+		{ "{ }", "p", NULL },
+		{ "[]", "p", NULL },
+		{ "[{\"p\":1}]", "p", NULL },
+		{ "\"p\"", "p", NULL },
+		{ "{\"a\":1}", "p", NULL },
+		/* Malformed before the member is found. */
+		{ "{", "p", NULL },
+		{ "{\"p", "p", NULL },
+		{ "{\"p\"", "p", NULL },
+		{ "{\"p\":", "p", NULL },
+		{ "{\"p\" 1}", "p", NULL },
+		{ "{\"p\":\"abc", "p", NULL },
+		{ "{\"a\":1 \"p\":2}", "p", NULL },
+		{ "{\"a\":1,}", "p", NULL },
+		{ "{\"a\":}", "p", NULL },
+		{ "{p:1}", "p", NULL },
+		{ "{,\"p\":1}", "p", NULL },
+	};
+	const size_t unset = 7777;
+	size_t i, len, start, end;
+	char *s;
+	int rc;
+
+	for (i = 0; i < NCASES(cases); i++) {
+		s = copy_str(cases[i].text, &len);
+		start = end = unset;
+		rc = jscan_member_span(s, len, cases[i].name, &start, &end);
+		is_span(cases[i].name, cases[i].text, rc == 0, start, end,
+		    cases[i].want);
+		if (rc != 0)
+			ok(rc == -1 && start == unset && end == unset,
+			    "-1, start and end untouched");
+		free(s);
+	}
 }
 
 /*
