@@ -135,7 +135,6 @@ http_reply(struct http_request *r, int status, const char *content_type,
 	if (FCGX_PutStr(head, n, r->fcgx->out) != n ||
 	    (len > 0 && FCGX_PutStr(body, (int)len, r->fcgx->out) != (int)len))
 		return -1;
-	r->bytes_out = len;
 	return 0;
 }
 

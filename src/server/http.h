@@ -1,7 +1,9 @@
 /*
  * http.h: the request view over libfcgi and the reply writer (worker).
- * http.c and worker.c are the only users of fcgiapp.h; the API layer sees
- * method, raw path, headers and a capped body through struct http_request.
+ * libfcgi's fcgiapp.h is used by http.c (params, body, replies), conn.[ch]
+ * (a connection from accept to close) and worker.c (the request it
+ * serves) only; the API layer sees method, raw path, headers and a capped
+ * body through struct http_request and never includes fcgiapp.h.
  */
 #ifndef CFPM_HTTP_H
 #define CFPM_HTTP_H
@@ -41,12 +43,12 @@ struct http_request {
 	/* Set by the worker: where http_phase() reports (may be NULL). */
 	void			(*on_phase)(void *, enum http_phase);
 	void			*phase_arg;
-	size_t			 bytes_out;	/* body bytes sent */
 };
 
 /*
  * Fills r from the FastCGI params of an accepted request. The strings
- * point into libfcgi's memory and stay valid until FCGX_Finish_r.
+ * point into libfcgi's memory and stay valid until conn_finish() ends
+ * the request.
  */
 void http_request_init(struct http_request *r, struct FCGX_Request *fx);
 
@@ -67,7 +69,8 @@ enum http_body_result http_read_body(struct http_request *r, char *buf,
 /*
  * Sends a complete reply: status line, Content-Type, the optional extra
  * header lines (each ending in "\r\n"), then len bytes of body.
- * Returns 0, or -1 if the client went away (the write failed).
+ * Returns 0, or -1 if the head does not fit HTTP_MAX_HEAD or the write
+ * failed (the client went away).
  */
 int http_reply(struct http_request *r, int status, const char *content_type,
     const char *extra_headers, const char *body, size_t len);

@@ -508,7 +508,8 @@ worker_main(const struct worker_args *args)
 	if (accesslog_open(args->cfg->access_log) == -1)
 		log_err("access.log %s: %s", args->cfg->access_log,
 		    strerror(errno));
-	if (sandbox_resolve(args->cfg, "worker", &ids, err) == -1) {
+	if (sandbox_resolve(args->cfg, "worker", &ids, err,
+	    sizeof(err)) == -1) {
 		log_err("%s", err);	/* the master backs off */
 		goto done;
 	}
