@@ -8,10 +8,11 @@
 #include <stddef.h>
 
 static int
-hello_load(const struct config *cfg, void **shared, char *err,
-    size_t errlen)
+hello_load(const struct config *cfg, const char *name, void **shared,
+    char *err, size_t errlen)
 {
 	(void)cfg;
+	(void)name;
 	(void)err;
 	(void)errlen;
 	*shared = NULL;

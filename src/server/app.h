@@ -42,10 +42,12 @@ struct app {
 	const struct db_statement *statements;
 	size_t			 nstatements;
 
-	/* Returns 0 with *shared set (may be NULL), or -1 with a reason in
-	 * err (errlen bytes). */
-	int	(*load)(const struct config *cfg, void **shared, char *err,
-		    size_t errlen);
+	/* Checks what the application needs of cfg (name: the file, for
+	 * messages) and loads what its workers share. Returns 0 with
+	 * *shared set (may be NULL), or -1 with "name: reason" in err
+	 * (errlen bytes). */
+	int	(*load)(const struct config *cfg, const char *name,
+		    void **shared, char *err, size_t errlen);
 	void	(*unload)(void *shared);
 
 	/* Returns 0 with *state set, or -1 (logged): the worker exits and

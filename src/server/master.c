@@ -162,7 +162,7 @@ master_load_config(struct config *cfg, const struct app *const *apps,
 		    "\"%s\"", path, cfg->app);
 		return -1;
 	}
-	if (a->load(cfg, shared ? shared : &trial, err, errlen) == -1)
+	if (a->load(cfg, path, shared ? shared : &trial, err, errlen) == -1)
 		return -1;
 	if (shared == NULL)
 		a->unload(trial);

@@ -42,6 +42,7 @@ static void
 check_cfg(const struct config *c)
 {
 	check_str(c->pool_name);
+	check_str(c->app);
 	check_str(c->listen);
 	check_str(c->listen_owner);
 	check_str(c->listen_group);
@@ -97,8 +98,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(err, 0, sizeof(err));
 	if (config_validate(cfg, FUZZ_NAME, err, sizeof(err)) == -1)
 		check_err(err, sizeof(err));
-	else if (cfg->listen[0] == '\0' || cfg->auth_issuer[0] == '\0' ||
-	    cfg->auth_audience[0] == '\0' || cfg->auth_key_file[0] == '\0' ||
+	else if (cfg->listen[0] == '\0' ||
 	    (cfg->ping_path[0] != '\0' && cfg->ping_path[0] != '/') ||
 	    (cfg->status_path[0] != '\0' && cfg->status_path[0] != '/'))
 		abort();

@@ -11,6 +11,10 @@ test_apps.py: the server runs the application its configuration names
 - The ping path is the server's for every application: GET and HEAD 200,
   other methods 405 with Allow: GET, HEAD, on the pool socket and the
   status socket alike (one reply path).
+- What an application needs of the configuration is its own to require:
+  hello starts without any auth.* key; the events API refuses a
+  configuration without auth.issuer, auth.audience or auth.key_file
+  (-t, exit 1, "FILE: KEY is not set").
 - app = a name cfpm does not have: -t and a start fail (exit 1) with a
   message naming the file, the key and the value; a reload to another
   application is refused (it needs a restart) and the pool keeps
@@ -101,6 +105,26 @@ def check_unknown(st):
              "start: and says why")
 
 
+def check_app_settings(st):
+    tap = st.tap
+    bare = {"auth.issuer": None, "auth.audience": None,
+            "auth.key_file": None, "auth.key_id": None}
+    conf = st.write_config(dict(bare, app="hello"))
+    rc, out = st.cfpm_test_config(conf)
+    tap.ok(rc == 0, "-t: hello needs no auth.* key", "rc %r, %r" % (rc, out))
+    c = st.start_cfpm(conf=conf)
+    r = st.get("/x")
+    tap.ok(r.status == 200 and r.body == HELLO, "hello without auth.* "
+           "serves", "got %r" % r)
+    st.stop_cfpm(c)
+    for key in ("auth.issuer", "auth.audience", "auth.key_file"):
+        conf = st.write_config({key: None})
+        rc, out = st.cfpm_test_config(conf)
+        tap.ok(rc == 1 and ("%s: %s is not set" % (conf, key)) in out,
+               "-t: the events API without %s is refused" % key,
+               "rc %r, %r" % (rc, out))
+
+
 def check_reload_app(st):
     tap = st.tap
     c = st.start_cfpm()
@@ -123,6 +147,7 @@ def body(tap):
     with ct.Stack(tap).setup() as st:
         check_hello(st)
         check_unknown(st)
+        check_app_settings(st)
         check_reload_app(st)
 
 

@@ -189,9 +189,15 @@ test_nul_and_validate(void)
 	    sizeof(err)), -1, "NUL byte rejected");
 	ok(strstr(err, "t.conf:1: NUL") != NULL, "message: %s", err);
 	config_defaults(&cfg);
+	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), 0,
+	    "the defaults validate (auth.* is the events app's to require)");
+	is_int(parse(&cfg, "listen = \"\"\n", err, sizeof(err)), 0,
+	    "an empty listen parses");
 	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), -1,
-	    "defaults alone lack auth settings");
-	ok(strstr(err, "auth.issuer is not set") != NULL, "message: %s", err);
+	    "an empty listen is refused");
+	ok(strstr(err, "t.conf: listen is not set") != NULL, "message: %s",
+	    err);
+	config_defaults(&cfg);
 	is_int(parse(&cfg, "auth.issuer = i\nauth.audience = a\n"
 	    "auth.key_file = k\nping.path = ping\n", err, sizeof(err)), 0,
 	    "parses");
@@ -214,6 +220,7 @@ test_short_err(void)
 	ok(err[8] == 'x', "nothing written past errlen");
 	memset(err, 'x', sizeof(err));
 	config_defaults(&cfg);
+	cfg.listen[0] = '\0';
 	is_int(config_validate(&cfg, "t.conf", err, 4), -1,
 	    "validate error with a 4-byte buffer");
 	is_str(err, "t.c", "validate's message is cut too");
