@@ -8,38 +8,18 @@ test_socket_activation.py. This file adds: compatibility mode
 (auth.errors = compat, byte-exact bodies and headers) and `cfpm -t`.
 """
 
-import hashlib
 import json
 import os
-import re
+import socket
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
+from cfpmtest import (BENCH_BODY, BENCH_PAYLOAD, MAX_ID,  # noqa: E402
+                      Checker, seeded_row)
 
-BENCH_BODY = ('{"kind":"page_view","payload":{"path":"/pricing","ms":182,'
-              '"ref":"newsletter"}}')
-BENCH_PAYLOAD = {"path": "/pricing", "ms": 182, "ref": "newsletter"}
 TS_RE = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$"
-MAX_ID = 2 ** 63 - 1
-
-
-def md5(s):
-    return hashlib.md5(s.encode()).hexdigest()
-
-
-def seeded_row(g):
-    """The seed's row g, as GET /events/g must return it."""
-    kinds = ["page_view", "click", "signup", "purchase"]
-    secs = g
-    return {
-        "id": g, "subject": ct.SUBJECT, "kind": kinds[g % 4],
-        "payload": {"path": "/p/%d" % (g % 1000), "ms": g % 500,
-                    "ref": md5(str(g))},
-        "created_at": "2026-09-01T%02d:%02d:%02d.000000Z" % (
-            secs // 3600, secs // 60 % 60, secs % 60),
-    }
 
 
 def nested_body(depth, kind="deep", array=False):
@@ -57,54 +37,6 @@ def padded_body(size):
     """A valid POST body of exactly size bytes."""
     head, tail = '{"kind":"pad","payload":{"p":"', '"}}'
     return (head + "x" * (size - len(head) - len(tail)) + tail).encode()
-
-
-class Checker:
-    """One TAP line per request: status, Content-Type, error code, headers,
-    all listed when something differs."""
-
-    def __init__(self, st):
-        self.st = st
-        self.tap = st.tap
-
-    def expect(self, r, desc, status, error=None, www=None, allow=None,
-               body=None, exact=None, json_ct=True, status_alt=()):
-        probs = []
-        if r.status != status and r.status not in status_alt:
-            probs.append("status: got %d %s, want %d" %
-                         (r.status, r.reason, status))
-        ok_status = r.status == status
-        ctype = r.header("content-type")
-        if json_ct and ok_status and ctype != "application/json":
-            probs.append("content-type: got %r, want application/json" %
-                         ctype)
-        if error is not None and ok_status:
-            j = r.json()
-            if not isinstance(j, dict) or j.get("error") != error:
-                probs.append('body: got %r, want {"error":"%s"}' %
-                             (r.body[:300], error))
-            elif set(j) - {"error", "error_description"}:
-                probs.append("body: unexpected members %r" % sorted(j))
-            elif not isinstance(j.get("error_description", ""), str):
-                probs.append("body: error_description not a string")
-        if www is not None and ok_status and \
-                r.header("www-authenticate") != www:
-            probs.append("www-authenticate: got %r, want %r" %
-                         (r.header("www-authenticate"), www))
-        if www is not None and ok_status and \
-                r.header_count("www-authenticate") > 1:
-            probs.append("www-authenticate sent %d times" %
-                         r.header_count("www-authenticate"))
-        if allow is not None and ok_status and r.header("allow") != allow:
-            probs.append("allow: got %r, want %r" % (r.header("allow"),
-                                                     allow))
-        if body is not None and ok_status and r.json() != body:
-            probs.append("json body: got %r, want %r" % (r.body[:500],
-                                                         body))
-        if exact is not None and ok_status and r.body != exact:
-            probs.append("body bytes: got %r, want %r" % (r.body[:300],
-                                                          exact))
-        return self.tap.ok(not probs, desc, *probs)
 
 
 # ---------------------------------------------------------------------------
@@ -653,11 +585,11 @@ def check_robustness(st):
     for junk in (b"GET / HTTP/1.0\r\n\r\n", b"\x01\x01" + b"\xff" * 64,
                  b"\x01\x01\x00\x01\x00\x08\x00\x00\x00\x01\x00"):
         try:
-            s = ct.socket.socket(ct.socket.AF_UNIX, ct.socket.SOCK_STREAM)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.settimeout(5)
             s.connect(st.cfpm.sock)
             s.sendall(junk)
-            s.shutdown(ct.socket.SHUT_WR)
+            s.shutdown(socket.SHUT_WR)
             try:
                 s.recv(4096)
             except OSError:
@@ -763,7 +695,6 @@ def check_keys_and_policy(st):
 
 def check_compat(st):
     """auth.errors = compat: every auth failure is byte-exact Go/PHP."""
-    tap = st.tap
     c = Checker(st)
     tok = st.tokens
     exact = b'{"error":"invalid_token"}'
