@@ -9,11 +9,13 @@ import sys
 
 
 class TAP:
-    """count: tests so far; failed: how many of them failed."""
+    """count: tests so far; failed: how many of them failed. diag_lines:
+    show only the last that many lines of each diagnostic (None: all)."""
 
-    def __init__(self):
+    def __init__(self, diag_lines=None):
         self.count = 0
         self.failed = 0
+        self.diag_lines = diag_lines
 
     @staticmethod
     def _clean(desc):
@@ -21,8 +23,11 @@ class TAP:
         return str(desc).replace("#", "No.").replace("\n", " ")
 
     def diag(self, msg):
-        """Prints msg as '# ' comment lines."""
-        for line in str(msg).splitlines() or [""]:
+        """Prints msg (any object, as text) as '# ' comment lines."""
+        lines = str(msg).splitlines()
+        if self.diag_lines is not None:
+            lines = lines[-self.diag_lines:]
+        for line in lines or [""]:
             print("# " + line)
         sys.stdout.flush()
 
