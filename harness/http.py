@@ -56,6 +56,21 @@ class NoResponse(Response):
         self.error = err
 
 
+def _exchange(t0, send, close):
+    """send() returns an http.client response, read here into a Response;
+    a network or protocol error becomes a NoResponse. close() runs last.
+    t0: when the request started (for elapsed)."""
+    try:
+        r = send()
+        data = r.read()
+        return Response(r.status, r.reason, r.getheaders(), data,
+                        time.monotonic() - t0)
+    except (OSError, http.client.HTTPException) as e:
+        return NoResponse(repr(e), time.monotonic() - t0)
+    finally:
+        close()
+
+
 def http_request(port, method, path, headers=None, body=None, timeout=10,
                  host="127.0.0.1"):
     """One request with http.client on a new connection; headers: a list
@@ -63,23 +78,17 @@ def http_request(port, method, path, headers=None, body=None, timeout=10,
     NoResponse."""
     t0 = time.monotonic()
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
-    try:
-        if isinstance(body, str):
-            body = body.encode("utf-8")
+
+    def send():
+        data = body.encode("utf-8") if isinstance(body, str) else body
         conn.putrequest(method, path, skip_accept_encoding=True)
         for k, v in (headers or []):
             conn.putheader(k, v)
-        if body is not None:
-            conn.putheader("Content-Length", str(len(body)))
-        conn.endheaders(body)
-        r = conn.getresponse()
-        data = r.read()
-        return Response(r.status, r.reason, r.getheaders(), data,
-                        time.monotonic() - t0)
-    except (OSError, http.client.HTTPException) as e:
-        return NoResponse(repr(e), time.monotonic() - t0)
-    finally:
-        conn.close()
+        if data is not None:
+            conn.putheader("Content-Length", str(len(data)))
+        conn.endheaders(data)
+        return conn.getresponse()
+    return _exchange(t0, send, conn.close)
 
 
 def api_request(port, method, path, token=None, auth=None, headers=None,
@@ -105,17 +114,13 @@ def http_raw(port, data, timeout=10, method="GET", host="127.0.0.1"):
     NoResponse."""
     t0 = time.monotonic()
     s = socket.create_connection((host, port), timeout=timeout)
-    try:
+
+    def send():
         s.sendall(data)
         r = http.client.HTTPResponse(s, method=method)
         r.begin()
-        body = r.read()
-        return Response(r.status, r.reason, r.getheaders(), body,
-                        time.monotonic() - t0)
-    except (OSError, http.client.HTTPException) as e:
-        return NoResponse(repr(e), time.monotonic() - t0)
-    finally:
-        s.close()
+        return r
+    return _exchange(t0, send, s.close)
 
 
 def build_raw(method, path, headers=(), body=None):

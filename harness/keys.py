@@ -18,12 +18,29 @@ BENCH_TOKENS = ("valid", "readonly", "writeonly", "expired", "notyet",
                 "foreign")
 TOKEN_POOL = 8              # distinct valid tokens in a set by default
 TOKEN_LIFETIME = 7 * 86400  # seconds a minted token is valid
+CLAIMS_NBF_AGO = 60         # claims_json(): nbf this many seconds ago
+CLAIMS_EXP_IN = 3600        # claims_json(): exp this many seconds ahead
 RSA_BITS = 2048
 
 
 def b64url(data):
     """base64url without padding, as text."""
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def claims_json(now, **kw):
+    """The benchmark token's claims (iss, aud, sub, scope; nbf
+    CLAIMS_NBF_AGO before now, exp CLAIMS_EXP_IN after) as compact JSON,
+    for tokens signed with Keys.sign(); a keyword sets a claim, None
+    leaves it out."""
+    d = {"iss": ISSUER, "aud": AUDIENCE, "sub": SUBJECT, "scope": SCOPE,
+         "nbf": now - CLAIMS_NBF_AGO, "exp": now + CLAIMS_EXP_IN}
+    for k, v in kw.items():
+        if v is None:
+            d.pop(k, None)
+        else:
+            d[k] = v
+    return json.dumps(d, separators=(",", ":"))
 
 
 def write_jwks(path, *keys):

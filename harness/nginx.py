@@ -45,15 +45,21 @@ http {{
 }}
 """
 
-FASTCGI_SITE = """\
-upstream {name} {{
-    server unix:{sock};
-}}
+# The head of the server blocks written here (etc/nginx/cfpm.conf sets
+# the same limits).
+SERVER_HEAD = """\
 server {{
     listen 127.0.0.1:{port};
     server_name _;
     client_max_body_size 64k;
     client_body_buffer_size 64k;
+"""
+
+FASTCGI_SITE = """\
+upstream {name} {{
+    server unix:{sock};
+}}
+""" + SERVER_HEAD + """\
     location / {{
         include {params};
         fastcgi_param HTTP_PROXY "";
@@ -70,11 +76,7 @@ upstream {name} {{
     server 127.0.0.1:{backend};
     keepalive {keepalive};
 }}
-server {{
-    listen 127.0.0.1:{port};
-    server_name _;
-    client_max_body_size 64k;
-    client_body_buffer_size 64k;
+""" + SERVER_HEAD + """\
     location / {{
         proxy_http_version 1.1;
         proxy_set_header Connection "";
@@ -84,12 +86,7 @@ server {{
 }}
 """
 
-STATIC_SITE = """\
-server {{
-    listen 127.0.0.1:{port};
-    server_name _;
-    client_max_body_size 64k;
-    client_body_buffer_size 64k;
+STATIC_SITE = SERVER_HEAD + """\
     location / {{
         default_type application/json;
         return 200 '{{"ok":true}}';

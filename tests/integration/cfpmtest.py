@@ -59,7 +59,8 @@ from harness.fcgi import (  # noqa: E402
     fcgi_request)
 from harness.http import (  # noqa: E402
     api_request, build_raw, http_raw, http_request)
-from harness.keys import Keys, b64url, write_jwks  # noqa: E402
+from harness.keys import (  # noqa: E402
+    CLAIMS_EXP_IN, CLAIMS_NBF_AGO, Keys, b64url, claims_json, write_jwks)
 from harness.nginx import Nginx, cfpm_site  # noqa: E402
 from harness.paths import CFPM, PG_BINDIR, SRCDIR  # noqa: E402
 from harness.pg import Cluster  # noqa: E402
@@ -85,7 +86,8 @@ __all__ = [
     # harness.fcgi, harness.http, harness.keys
     "FCGI_BEGIN_REQUEST", "FCGI_PARAMS", "FCGI_STDIN", "fcgi_params",
     "fcgi_record", "fcgi_request", "api_request", "build_raw", "http_raw",
-    "http_request", "Keys", "b64url", "write_jwks",
+    "http_request", "CLAIMS_EXP_IN", "CLAIMS_NBF_AGO", "Keys", "b64url",
+    "claims_json", "write_jwks",
     # harness.paths, harness.pg, harness.tap
     "CFPM", "PG_BINDIR", "SRCDIR", "Cluster", "TAP",
     # harness.proc, harness.procfs

@@ -22,10 +22,8 @@ from cfpmtest import (BENCH_BODY, BENCH_PAYLOAD, MAX_ID,  # noqa: E402
                       Checker, seeded_row)
 
 TS_RE = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$"
-# The claims of a token signed for a header/claim case.
+# The header of a token signed for a claim case.
 JWT_HEADER = '{"alg":"RS256","typ":"JWT","kid":"bench-1"}'
-CLAIM_NBF_AGO = 60          # seconds
-CLAIM_EXP_IN = 3600         # seconds
 
 def nested_body(depth, kind="deep", array=False):
     """A POST body whose JSON nesting (objects and arrays, the outer object
@@ -351,24 +349,14 @@ def check_token_invalid(st, c):
 # ---------------------------------------------------------------------------
 # Tokens signed with the right key for header and claim cases
 
-def claims(now, **kw):
-    """The benchmark's claims as compact JSON, valid at now; a keyword
-    sets a claim, None leaves it out."""
-    d = {"iss": ct.ISSUER, "aud": ct.AUDIENCE, "sub": ct.SUBJECT,
-         "scope": ct.SCOPE, "nbf": now - CLAIM_NBF_AGO,
-         "exp": now + CLAIM_EXP_IN}
-    for k, v in kw.items():
-        if v is None:
-            d.pop(k, None)
-        else:
-            d[k] = v
-    return json.dumps(d, separators=(",", ":"))
+claims = ct.claims_json     # the name the tables below use
 
 
 def claims_raw(now, name, text):
     """claims(now) with the number of exp or nbf replaced by raw JSON
     text (values Python would not print: 1e400, -1e300, null)."""
-    value = now + CLAIM_EXP_IN if name == "exp" else now - CLAIM_NBF_AGO
+    value = now + ct.CLAIMS_EXP_IN if name == "exp" else \
+        now - ct.CLAIMS_NBF_AGO
     return claims(now).replace('"%s":%d' % (name, value),
                                '"%s":%s' % (name, text))
 
@@ -392,10 +380,12 @@ def signed_rejected(now):
         ("duplicate alg", '{"alg":"RS256","alg":"RS256","kid":"bench-1"}',
          claims(now)),
         ("exp missing", H, claims(now, exp=None)),
-        ("exp as a string", H, claims(now, exp=str(now + CLAIM_EXP_IN))),
+        ("exp as a string", H,
+         claims(now, exp=str(now + ct.CLAIMS_EXP_IN))),
         ("exp 1e400", H, claims_raw(now, "exp", "1e400")),
         ("exp null", H, claims_raw(now, "exp", "null")),
-        ("nbf as a string", H, claims(now, nbf=str(now - CLAIM_NBF_AGO))),
+        ("nbf as a string", H,
+         claims(now, nbf=str(now - ct.CLAIMS_NBF_AGO))),
         ("nbf true", H, claims(now, nbf=True)),
         ("sub missing", H, claims(now, sub=None)),
         ("sub empty", H, claims(now, sub="")),
@@ -426,7 +416,8 @@ def signed_accepted(now):
          claims(now)),
         ("typ absent", '{"alg":"RS256","kid":"bench-1"}', claims(now)),
         ("nbf absent", H, claims(now, nbf=None)),
-        ("fractional exp", H, claims(now, exp=now + CLAIM_EXP_IN + 0.5)),
+        ("fractional exp", H,
+         claims(now, exp=now + ct.CLAIMS_EXP_IN + 0.5)),
         ("exp 2^63-1", H, claims(now, exp=MAX_ID)),
         ("exp 1e300 (finite, far future)", H,
          claims_raw(now, "exp", "1e300")),
