@@ -58,7 +58,7 @@ PHP_TUNED = ["-d", "opcache.preload=" + os.path.join(PHP_DIR, "preload.php"),
 # per candidate core, sized for the load generators' connections.
 NGINX_CONNECTIONS = 8192
 NGINX_KEEPALIVE_REQUESTS = 1000000
-READY_TIMEOUT = 30
+READY_TIMEOUT = 30          # seconds for a started candidate to answer 200
 
 
 def _version_key(path):

@@ -193,6 +193,7 @@ class NotifySocket:
         return bool(wait_for(lambda: line in self.poll(0.05), timeout))
 
     def close(self):
+        """Closes and removes the socket."""
         self.sock.close()
         try:
             os.unlink(self.path)
@@ -239,9 +240,11 @@ class Cfpm:
         self.activated = activated
 
     def alive(self):
+        """True while the master runs."""
         return self.popen.poll() is None
 
     def workers(self):
+        """The master's live children, sorted."""
         return children(self.pid)
 
 
@@ -327,6 +330,8 @@ class Stack:
         return exc_type is not None and issubclass(exc_type, Exception)
 
     def close(self):
+        """After a failure, the tails of the logs as diagnostics; then
+        everything is stopped and removed (cleanup())."""
         if self.tap.failed:
             for path in self.logs:
                 if os.path.exists(path):
@@ -366,6 +371,9 @@ class Stack:
     # -- cfpm ---------------------------------------------------------------
 
     def config_text(self, settings=None, listen=None):
+        """The text of a cfpm config for this stack: the defaults below,
+        settings added or overriding (None removes a key), listen in place
+        of our unix socket."""
         s = {
             "listen": listen or self.sock,
             "listen.backlog": "128",
@@ -494,13 +502,16 @@ class Stack:
                            headers, body, ctype, timeout)
 
     def get(self, path, token=None, **kw):
+        """GET through nginx; see request()."""
         return self.request("GET", path, token=token, **kw)
 
     def post(self, path, body, token=None, ctype="application/json", **kw):
+        """POST body through nginx, JSON by default; see request()."""
         return self.request("POST", path, token=token, body=body,
                             ctype=ctype, **kw)
 
     def raw(self, method, path, headers=(), body=None, timeout=10):
+        """A request written byte by byte (see harness.http.build_raw)."""
         return http_raw(self.http_port, build_raw(method, path, headers,
                                                   body), timeout, method)
 
