@@ -32,9 +32,9 @@ HELLO = b'{"ok":true}'
 
 def backends(st):
     """Client backends of the events database (not our psql)."""
-    rows = st.psql_query("SELECT count(*) FROM pg_stat_activity WHERE "
-                         "datname = 'events' AND backend_type = "
-                         "'client backend' AND pid <> pg_backend_pid()")
+    rows = st.pg.psql("SELECT count(*) FROM pg_stat_activity WHERE "
+                      "datname = 'events' AND backend_type = "
+                      "'client backend' AND pid <> pg_backend_pid()")
     return int(rows[0][0])
 
 
@@ -58,7 +58,7 @@ def check_ping(st, who):
 
 def check_hello(st):
     tap = st.tap
-    rows = st.row_count()
+    rows = st.pg.row_count()
     c = st.start_cfpm({"app": "hello"})
     for m, p in (("GET", "/"), ("GET", "/events/1"), ("POST", "/events"),
                  ("GET", "/health"), ("PUT", "/anything?x=1"),
@@ -69,7 +69,7 @@ def check_hello(st):
                r.header("content-type") == "application/json",
                "hello: %s %s is 200 %s" % (m, p, HELLO.decode()),
                "got %r" % r)
-    tap.is_(st.row_count(), rows, "hello: nothing was written to "
+    tap.is_(st.pg.row_count(), rows, "hello: nothing was written to "
             "PostgreSQL")
     tap.is_(backends(st), 0, "hello: its workers hold no database "
             "connection")
@@ -80,7 +80,7 @@ def check_hello(st):
            "hello: the status page counts its requests",
            "got %r" % r)
     st.stop_cfpm(c)
-    st.stop_postgres()
+    st.pg.stop()
     try:
         c = st.start_cfpm({"app": "hello"})
         r = st.get("/events/1")
@@ -88,7 +88,7 @@ def check_hello(st):
                "serving with PostgreSQL stopped", "got %r" % r)
         st.stop_cfpm(c)
     finally:
-        st.start_postgres()
+        st.pg.start()
 
 
 def check_unknown(st):
