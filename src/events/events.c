@@ -75,19 +75,12 @@ events_unload(void *shared)
 static int
 events_init(const struct app_env *env, void **state)
 {
-	struct api_ctx *ctx = calloc(1, sizeof(*ctx));
-
-	*state = NULL;
-	if (ctx == NULL || api_init(ctx) == -1) {
-		free(ctx);
+	/* The keys were parsed once, by the master. */
+	if ((*state = api_new(env->cfg, env->shared, env->db)) == NULL) {
 		log_err("%s: out of memory", __func__);
 		return -1;
 	}
-	ctx->cfg = env->cfg;
-	ctx->auth = env->shared;	/* parsed once, by the master */
-	ctx->db = env->db;
 	arena_install();		/* jansson's trees: see arena.h */
-	*state = ctx;
 	return 0;
 }
 
@@ -100,10 +93,7 @@ events_handle(void *state, struct http_request *r)
 static void
 events_fini(void *state)
 {
-	if (state == NULL)
-		return;
 	api_free(state);
-	free(state);
 }
 
 const struct app events_app = {

@@ -162,10 +162,10 @@ master_load_config(struct config *cfg, const struct app *const *apps,
 		    "\"%s\"", path, cfg->app);
 		return -1;
 	}
-	if (a->load(cfg, path, shared ? shared : &trial, err, errlen) == -1)
+	if (app_load(a, cfg, path, shared ? shared : &trial, err, errlen) == -1)
 		return -1;
 	if (shared == NULL)
-		a->unload(trial);
+		app_unload(a, trial);
 	*app = a;
 	return 0;
 }
@@ -173,7 +173,7 @@ master_load_config(struct config *cfg, const struct app *const *apps,
 static void
 master_unload(struct master *m)
 {
-	m->app->unload(m->shared);
+	app_unload(m->app, m->shared);
 	m->shared = NULL;
 }
 
@@ -369,7 +369,7 @@ master_reload(struct master *m)
 	if (app != m->app) {
 		log_err("reload refused, pool unchanged: app %s -> %s needs a "
 		    "restart", m->app->name, app->name);
-		app->unload(shared);
+		app_unload(app, shared);
 		free(next);
 		return;
 	}
@@ -742,17 +742,12 @@ master_init(struct master *m, struct config *cfg,
 {
 	struct config *own;
 
-	memset(m, 0, sizeof(*m));
 	if ((own = malloc(sizeof(*own))) == NULL)
 		fatal("%s: out of memory", __func__);
 	*own = *cfg;		/* reloads replace both */
-	m->apps = apps;
-	m->app = app;
-	m->shared = shared;
-	m->cfg = own;
-	m->config_path = config_path;
-	m->children = children;
-	m->ls = ls;
+	*m = (struct master){ .cfg = own, .apps = apps, .app = app,
+	    .shared = shared, .config_path = config_path,
+	    .children = children, .ls = ls };
 	if (conn_listen_prepare(ls->fd) == -1)
 		log_warn("listen socket: receive buffer: %s", strerror(errno));
 	if ((m->sb = scoreboard_create(MASTER_SLOTS)) == NULL)

@@ -483,7 +483,7 @@ worker_start_app(const struct worker_args *args, struct worker_ctx *w)
 	env.cfg = args->cfg;
 	env.shared = args->shared;	/* loaded once, by the master */
 	env.db = w->db;
-	return app->init(&env, &w->state);
+	return app_init(app, &env, &w->state);
 }
 
 /*
@@ -527,8 +527,7 @@ worker_main(const struct worker_args *args)
 	worker_loop(&w, args->listen_fd, worker_request_limit(args->cfg));
 	code = 0;
 done:
-	if (w.state != NULL)
-		args->app->fini(w.state);
+	app_fini(args->app, w.state);
 	worker_db = NULL;
 	db_close(w.db);
 	exit(code);
