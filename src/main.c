@@ -32,7 +32,6 @@ static const struct option main_options[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "children", required_argument, NULL, 'n' },
 	{ "test", no_argument, NULL, 't' },
-	{ "nodaemonize", no_argument, NULL, 'F' },
 	{ "allow-to-run-as-root", no_argument, NULL, 'R' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'v' },
@@ -42,13 +41,11 @@ static const struct option main_options[] = {
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: cfpm [-tFRhv] [-c file] [-n children]\n"
+	fprintf(f, "usage: cfpm [-tRhv] [-c file] [-n children]\n"
 	    "  -c, --config file        configuration file (default %s)\n"
 	    "  -n, --children N         override pm.max_children (1..%d)\n"
 	    "  -t, --test               test the configuration and keys, "
 	    "then exit\n"
-	    "  -F, --nodaemonize        stay in the foreground (always the "
-	    "case)\n"
 	    "  -R, --allow-to-run-as-root\n"
 	    "                           let workers run as root (no user, "
 	    "or user root)\n"
@@ -76,7 +73,8 @@ main_parse_children(const char *s)
 
 /* The unix socket owners and groups name existing users and groups. */
 static int
-main_check_owners(const struct config *cfg, const char *path, char *err)
+main_check_owners(const struct config *cfg, const char *path, char *err,
+    size_t errlen)
 {
 	const struct {
 		const char *key, *value;
@@ -96,7 +94,7 @@ main_check_owners(const struct config *cfg, const char *path, char *err)
 		    sandbox_group_id(names[i].value, &gid) :
 		    sandbox_user_id(names[i].value, &uid, NULL)) == 0)
 			continue;
-		snprintf(err, CONFIG_ERR_LEN, "%s: %s: no such %s \"%s\"",
+		snprintf(err, errlen, "%s: %s: no such %s \"%s\"",
 		    path, names[i].key, names[i].group ? "group" : "user",
 		    names[i].value);
 		return -1;
@@ -133,13 +131,12 @@ main(int argc, char *argv[])
 	void *shared = NULL;
 	int ch, test = 0, children = 0, rc;
 
-	while ((ch = getopt_long(argc, argv, "c:n:tFRhv", main_options,
+	while ((ch = getopt_long(argc, argv, "c:n:tRhv", main_options,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'c': path = optarg; break;
 		case 'n': children = main_parse_children(optarg); break;
 		case 't': test = 1; break;
-		case 'F': break;
 		case 'R': sandbox_allow_root(1); break;
 		case 'v': printf("cfpm %s\n", PACKAGE_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
@@ -152,8 +149,9 @@ main(int argc, char *argv[])
 	}
 	/* master_load_config refuses a bad user; resolved again for ids */
 	if (master_load_config(&cfg, main_apps, &app, test ? NULL : &shared,
-	    path, children, err) == -1 || main_check_owners(&cfg, path, err) == -1 ||
-	    sandbox_resolve(&cfg, path, &ids, err) == -1) {
+	    path, children, err, sizeof(err)) == -1 ||
+	    main_check_owners(&cfg, path, err, sizeof(err)) == -1 ||
+	    sandbox_resolve(&cfg, path, &ids, err, sizeof(err)) == -1) {
 		fprintf(stderr, "cfpm: %s\n", err);
 		return 1;
 	}

@@ -32,7 +32,8 @@ import os
 import re
 import shutil
 
-from . import contract, nginx, proc
+from harness import http, nginx, proc
+from harness.contract import AUDIENCE, ISSUER, KID
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PHP_FPM = os.environ.get("CFPM_PHP_FPM") or "/usr/sbin/php-fpm8.2"
@@ -47,19 +48,29 @@ GOCACHE = os.environ.get("CFPM_GOCACHE") or "/var/cache/cfpm-bench/go-build"
 NODE = os.environ.get("CFPM_NODE") or shutil.which("node") or "/usr/bin/node"
 NODE_DIR = os.path.join(HERE, "peers", "node")
 PHP_DIR = os.path.join(HERE, "peers", "php-fpm")
-ISSUER = "https://auth.bench.local"
-AUDIENCE = "events-api"
-KID = "bench-1"
 PHP_OPCACHE = ["-d", "opcache.enable=1", "-d", "opcache.validate_timestamps=0",
                "-d", "opcache.memory_consumption=128"]
 # php-fpm-tuned: the functions preloaded once per pool, the tracing JIT.
 PHP_TUNED = ["-d", "opcache.preload=" + os.path.join(PHP_DIR, "preload.php"),
              "-d", "opcache.preload_user=root", "-d", "opcache.jit=tracing",
              "-d", "opcache.jit_buffer_size=64M"]
+# Every nginx of a run (the candidates' fronts and the probe): one worker
+# per candidate core, sized for the load generators' connections.
+NGINX_CONNECTIONS = 8192
+NGINX_KEEPALIVE_REQUESTS = 1000000
+READY_TIMEOUT = 30          # seconds for a started candidate to answer 200
 
 
 def _version_key(path):
     return tuple(int(x) for x in re.findall(r"\d+", path))
+
+
+def cell_nginx(prefix, port, site, cores):
+    """An nginx for a cell under prefix: site on port, one worker per
+    core; start() it in the cell's cgroup and CPUs."""
+    return nginx.Nginx(prefix, port, site, workers=cores,
+                       connections=NGINX_CONNECTIONS, level="warn",
+                       keepalive_requests=NGINX_KEEPALIVE_REQUESTS)
 
 
 def newest_go():
@@ -105,8 +116,8 @@ class Candidate:
 
     def _front(self, cell, site, port):
         """Starts the candidate's nginx (site on port) in the cell."""
-        self.nginx = nginx.Nginx(os.path.join(cell.dir, "nginx"), port, site,
-                                 workers=cell.cores)
+        self.nginx = cell_nginx(os.path.join(cell.dir, "nginx"), port, site,
+                                cell.cores)
         self.nginx.start(cell.group, cell.cpus)
         self.port = port
 
@@ -120,12 +131,13 @@ class Candidate:
             raise RuntimeError("%s did not start:\n%s" % (self.name, "\n".join(
                 proc.tail(log) for log in logs)))
 
-    def wait_ready(self, timeout=30):
+    def wait_ready(self, timeout=READY_TIMEOUT):
         """True once /health (or / for references) answers 200."""
         path = "/health" if self.needs_db else "/"
         return bool(proc.wait_for(
-            lambda: contract.request(self.port, "GET", path, timeout=3)[0]
-            == 200, timeout, 0.1))
+            lambda: http.http_request(self.port, "GET", path,
+                                      timeout=3).status == 200,
+            timeout, 0.1))
 
     def stop(self):
         if self.nginx:
@@ -165,11 +177,12 @@ class Cfpm(Candidate):
         with open(conf, "w") as f:
             f.write(self._config(cell, sock))
         cfpm = os.path.join(self.run.builddir, "cfpm")
-        proc.run([cfpm, "-t", "-c", conf], timeout=30)
+        proc.run([cfpm, "-t", "-c", conf], timeout=30, check=True)
         p = self._spawn(cell, [cfpm, "-c", conf], "cfpm.log")
         self._wait_socket(sock, p, os.path.join(cell.dir, "cfpm-error.log"))
         port = proc.free_port()
-        self._front(cell, nginx.cfpm_site(self.run.srcdir, sock, port), port)
+        self._front(cell, nginx.cfpm_site("unix:" + sock, port,
+                                          srcdir=self.run.srcdir), port)
 
 
 class PhpFpm(Candidate):
@@ -190,7 +203,7 @@ class PhpFpm(Candidate):
         pg = self.run.pg
         values = {"DIR": cell.dir, "SOCK": sock, "POOL": str(cell.pool),
                   "DSN": "pgsql:host=%s;port=%d;dbname=events" %
-                  (pg.sock, pg.port), "DBUSER": "postgres",
+                  (pg.sockdir, pg.port), "DBUSER": "postgres",
                   "PUBKEY": self.run.keys["pub"], "ISSUER": ISSUER,
                   "VERIFY": self.verify,
                   "AUDIENCE": AUDIENCE, "KID": KID}
@@ -302,7 +315,7 @@ class Go(HttpPeer):
         env = dict(os.environ, GOCACHE=GOCACHE, **GO_BUILD_ENV)
         argv = [self.toolchain, "build", "-o", self.binary, "main.go"]
         proc.run(argv, timeout=600, env=env,
-                 cwd=os.path.join(HERE, "peers", "go"))
+                 cwd=os.path.join(HERE, "peers", "go"), check=True)
         rc, out, _ = proc.run([self.toolchain, "version", "-m", self.binary],
                               check=False)
         self.build = {"toolchain": self.toolchain,
@@ -363,7 +376,7 @@ class Node(HttpPeer):
         pg = self.run.pg
         return [NODE, os.path.join(NODE_DIR, "server.js"), "--listen",
                 "127.0.0.1:%d" % port, "--workers", str(cell.cores), "--pool",
-                str(cell.pool), "--pg-host", pg.sock, "--pg-port",
+                str(cell.pool), "--pg-host", pg.sockdir, "--pg-port",
                 str(pg.port), "--pg-user", "postgres", "--pg-db", "events",
                 "--pubkey", self.run.keys["pub"], "--kid", KID, "--issuer",
                 ISSUER, "--audience", AUDIENCE]
@@ -397,7 +410,8 @@ class Hello(Candidate):
 
     def prepare(self):
         proc.run(["gcc", "-O2", "-o", self.binary,
-                  os.path.join(HERE, "ref", "hello.c"), "-lfcgi"])
+                  os.path.join(HERE, "ref", "hello.c"), "-lfcgi"], timeout=120,
+                 check=True)
 
     def start(self, cell):
         sock = os.path.join(cell.dir, "hello.sock")
@@ -406,7 +420,8 @@ class Hello(Candidate):
         self._wait_socket(sock, p, os.path.join(cell.dir, "hello.log"))
         port = proc.free_port()
         # The floor F is defined under the nginx settings cfpm ships with.
-        self._front(cell, nginx.cfpm_site(self.run.srcdir, sock, port), port)
+        self._front(cell, nginx.cfpm_site("unix:" + sock, port,
+                                          srcdir=self.run.srcdir), port)
 
     def describe(self):
         return dict(Candidate.describe(self), what="nginx + libfcgi "

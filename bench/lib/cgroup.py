@@ -19,8 +19,8 @@ hierarchy it uses and removes it at cleanup.
 
 import os
 
-from . import procfs
-from .proc import on_cleanup
+from harness import procfs
+from harness.proc import on_cleanup
 
 
 def _cgroup_mounts():

@@ -16,7 +16,7 @@ not measured.
 import json
 import os
 
-from . import proc
+from harness import proc
 
 WRK = os.environ.get("CFPM_WRK") or "/usr/bin/wrk"
 LUA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(

@@ -20,7 +20,9 @@ import os
 import statistics
 import time
 
-from . import load, procfs, profile
+from harness import procfs
+
+from . import load, profile
 
 GATE_FACTOR = 1.15
 POLL_S = 0.05

@@ -24,7 +24,7 @@ import re
 import shutil
 import subprocess
 
-from . import proc
+from harness import proc
 
 PERF = os.environ.get("CFPM_PERF") or shutil.which("perf") or "/usr/bin/perf"
 FREQ = 1999                     # samples per second per CPU

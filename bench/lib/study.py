@@ -20,10 +20,16 @@ import tempfile
 import time
 import traceback
 
-from . import (candidates, cgroup, contract, layout, load, measure, nginx,
-               pg, proc, profile, refs, report, stats, versions)
+from harness import contract, keys, nginx, pg, proc
+
+from . import (candidates, cgroup, layout, load, measure, profile, refs,
+               report, stats, versions)
 
 TOKEN_POOL = 200
+# PostgreSQL settings of a run beside the harness's own (fsync and
+# synchronous_commit on): max_connections is the largest pool plus room.
+PG_SETTINGS = {"shared_buffers": "512MB"}
+PG_SPARE_CONNECTIONS = 40
 LOG_TAIL_LINES = 200
 
 
@@ -90,19 +96,15 @@ class Study:
     def _tokens(self):
         """Key pair, JWKS, the token set and the pool split in halves."""
         tool = os.path.join(self.builddir, "cfpm-token")
-        kdir = os.path.join(self.workdir, "keys")
+        if not os.access(tool, os.X_OK):
+            raise RuntimeError("%s is not built" % tool)
         tdir = os.path.join(self.workdir, "tokens")
-        proc.run([tool, "keygen", "--dir", kdir])
-        proc.run([tool, "bench", "--key", os.path.join(kdir, "jwt.key.pem"),
-                  "--dir", tdir, "--pool", str(TOKEN_POOL)])
-        self.keys = {"jwks": os.path.join(kdir, "jwks.json"),
-                     "pub": os.path.join(kdir, "jwt.pub.pem")}
-        self.tokens = {}
-        for name in ("valid", "readonly", "expired", "foreign"):
-            with open(os.path.join(tdir, name + ".jwt")) as f:
-                self.tokens[name] = f.read().strip()
-        with open(os.path.join(tdir, "pool.txt")) as f:
-            pool = [t for t in f.read().split() if t]
+        k = keys.Keys(os.path.join(self.workdir, "keys"), tool=tool)
+        toks = k.bench(tdir, pool=TOKEN_POOL)
+        self.keys = {"jwks": k.jwks, "pub": k.pub}
+        self.tokens = {name: toks[name] for name in
+                       ("valid", "readonly", "expired", "foreign")}
+        pool = toks["pool"]
         files = {}
         for mode, part in zip(load.MODES, (pool[:len(pool) // 2],
                                            pool[len(pool) // 2:])):
@@ -133,16 +135,16 @@ class Study:
         proc.log("results: %s" % self.outdir)
 
     def _start_db(self):
-        self.pg = pg.Cluster(self.workdir, self.srcdir, self.db_group,
-                             self.layout.db, max(self.opts.pools +
-                                                 [self.opts.pgbench_clients])
-                             + 40,
-                             self.opts.rows)
+        most = max(self.opts.pools + [self.opts.pgbench_clients])
+        self.pg = pg.Cluster(self.workdir, dict(
+            PG_SETTINGS, max_connections=most + PG_SPARE_CONNECTIONS),
+            group=self.db_group, cpus=self.layout.db)
         proc.log("PostgreSQL: initdb and start on CPUs %s" %
                  cgroup.cpulist(self.layout.db))
+        self.pg.init()
         self.pg.start()
         proc.log("PostgreSQL: seeding %d rows" % self.opts.rows)
-        self.pg.seed()
+        self.pg.seed(self.opts.rows, self.srcdir)
 
     # -- records -----------------------------------------------------------
 
@@ -201,8 +203,9 @@ class Study:
         cell.probe_group = self.backend.group("probe-%d" % cell.index,
                                               cell.cpus)
         port = proc.free_port()
-        cell.probe = nginx.Nginx(os.path.join(cell.dir, "probe"), port,
-                                 nginx.static_site(port), cell.cores)
+        cell.probe = candidates.cell_nginx(os.path.join(cell.dir, "probe"),
+                                           port, nginx.static_site(port),
+                                           cell.cores)
         cell.probe.start(cell.probe_group, cell.cpus)
 
     def _contract(self, cell):
@@ -266,7 +269,7 @@ class Study:
                 self._contract(cell)
             if cand.needs_db:
                 stage = "db reset"
-                self.pg.reset()
+                self.pg.reset(self.opts.rows, self.srcdir)
                 time.sleep(self.opts.settle)
             if profile:
                 stage = "profile"

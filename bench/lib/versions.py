@@ -9,7 +9,9 @@ import platform
 import re
 import subprocess
 
-from . import candidates, nginx, pg
+from harness import paths
+
+from . import candidates
 
 
 def _cmd(argv, pattern=None, cwd=None):
@@ -43,8 +45,8 @@ def collect(srcdir, builddir):
     return {
         "cfpm_git_rev": rev, "cfpm_git_dirty": bool(dirty),
         "cfpm": _cmd([os.path.join(builddir, "cfpm"), "-v"]),
-        "nginx": _cmd([nginx.NGINX, "-v"], r"nginx/(\S+)"),
-        "postgresql": _cmd([os.path.join(pg.PG_BINDIR, "postgres"),
+        "nginx": _cmd([paths.NGINX, "-v"], r"nginx/(\S+)"),
+        "postgresql": _cmd([os.path.join(paths.PG_BINDIR, "postgres"),
                             "--version"], r"(\d+\.\d+\S*)"),
         "php": _cmd([candidates.PHP_FPM, "-v"], r"PHP (\S+)"),
         "go": _cmd([candidates.GO, "version"], r"go version go(\S+)"),

@@ -25,24 +25,33 @@
 #define API_MAX_ID_DIGITS	19	/* 9223372036854775807 */
 #define API_MAX_LOGGED_ERROR	256	/* bytes of a database error logged */
 
-int
-api_init(struct api_ctx *ctx)
+struct api_ctx *
+api_new(const struct config *cfg, const struct auth *auth, struct db *db)
 {
+	struct api_ctx *ctx = calloc(1, sizeof(*ctx));
+
+	if (ctx == NULL)
+		return NULL;
+	ctx->cfg = cfg;
+	ctx->auth = auth;
+	ctx->db = db;
 	ctx->body = malloc(HTTP_MAX_BODY + 1);
 	ctx->out = malloc(API_MAX_REPLY);
 	if (ctx->body == NULL || ctx->out == NULL) {
 		api_free(ctx);
-		return -1;
+		return NULL;
 	}
-	return 0;
+	return ctx;
 }
 
 void
 api_free(struct api_ctx *ctx)
 {
+	if (ctx == NULL)
+		return;
 	free(ctx->body);
 	free(ctx->out);
-	ctx->body = ctx->out = NULL;
+	free(ctx);
 }
 
 static int

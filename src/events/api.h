@@ -27,11 +27,14 @@ struct api_ctx {
 };
 
 /*
- * Allocates the request and reply buffers. Returns 0 or -1 (ENOMEM).
+ * A worker's context over cfg, the keys and its database connection
+ * (all borrowed), with its request and reply buffers. NULL when out of
+ * memory.
  */
-int api_init(struct api_ctx *ctx);
+struct api_ctx *api_new(const struct config *cfg, const struct auth *auth,
+    struct db *db);
 
-/* Frees the buffers. */
+/* Frees ctx and its buffers (NULL is fine). */
 void api_free(struct api_ctx *ctx);
 
 /*

@@ -1,6 +1,8 @@
 /*
- * auth.c: Authorization header parsing and scope policy (worker).
- * The key file is read once per process (worker start and reload).
+ * auth.c: Authorization header parsing and scope policy (worker), and the
+ * key set they verify against. The master reads and parses the key file
+ * (auth_init, from master_load_config at start and on every reload);
+ * workers inherit the parsed keys and never read the file.
  */
 #include "events/auth.h"
 
@@ -12,7 +14,8 @@
 #include "util/readfile.h"
 
 int
-auth_init(struct auth *a, const struct config *cfg, char *err, size_t errlen)
+auth_init(struct auth *a, const struct config *cfg, char *err,
+    size_t errlen)
 {
 	char why[CONFIG_ERR_LEN / 2];
 	size_t len;

@@ -1,5 +1,6 @@
 /*
- * auth.h: Bearer token extraction and access policy (worker).
+ * auth.h: Bearer token extraction and access policy (worker; the keys
+ * are loaded by the master, at start and on each reload, and inherited).
  * Takes the Authorization header, pulls out the one bearer token, has
  * jwt.c verify it against the configured issuer, audience and leeway, and
  * checks the endpoint's scope. Mapping results to HTTP is api.c's job.
@@ -31,8 +32,9 @@ struct auth {
 };
 
 /*
- * Reads and parses cfg's key file and copies the policy. Returns 0, or -1
- * with a reason in err (errlen bytes). Free with auth_free().
+ * Reads and parses cfg's key file and copies the policy (the master does,
+ * for the workers it forks). Returns 0, or -1 with a reason in err
+ * (errlen bytes). Free with auth_free().
  */
 int auth_init(struct auth *a, const struct config *cfg, char *err,
     size_t errlen);

@@ -6,6 +6,7 @@
  */
 #include "events/events.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,15 +16,42 @@
 #include "util/arena.h"
 #include "util/log.h"
 
-/* Master: a bad key file fails the start, the -t or the reload here. */
+/* The settings without which no token can be checked. */
 static int
-events_load(const struct config *cfg, void **shared, char *err,
+events_check(const struct config *cfg, const char *name, char *err,
     size_t errlen)
 {
-	struct auth *a = calloc(1, sizeof(*a));
+	static const struct {
+		size_t offset;
+		const char *key;
+	} required[] = {
+		{ offsetof(struct config, auth_issuer), "auth.issuer" },
+		{ offsetof(struct config, auth_audience), "auth.audience" },
+		{ offsetof(struct config, auth_key_file), "auth.key_file" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+		if (((const char *)cfg + required[i].offset)[0] == '\0') {
+			snprintf(err, errlen, "%s: %s is not set", name,
+			    required[i].key);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Master: a bad key file fails the start, the -t or the reload here. */
+static int
+events_load(const struct config *cfg, const char *name, void **shared,
+    char *err, size_t errlen)
+{
+	struct auth *a;
 
 	*shared = NULL;
-	if (a == NULL) {
+	if (events_check(cfg, name, err, errlen) == -1)
+		return -1;
+	if ((a = calloc(1, sizeof(*a))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -47,19 +75,12 @@ events_unload(void *shared)
 static int
 events_init(const struct app_env *env, void **state)
 {
-	struct api_ctx *ctx = calloc(1, sizeof(*ctx));
-
-	*state = NULL;
-	if (ctx == NULL || api_init(ctx) == -1) {
-		free(ctx);
+	/* The keys were parsed once, by the master. */
+	if ((*state = api_new(env->cfg, env->shared, env->db)) == NULL) {
 		log_err("%s: out of memory", __func__);
 		return -1;
 	}
-	ctx->cfg = env->cfg;
-	ctx->auth = env->shared;	/* parsed once, by the master */
-	ctx->db = env->db;
 	arena_install();		/* jansson's trees: see arena.h */
-	*state = ctx;
 	return 0;
 }
 
@@ -72,10 +93,7 @@ events_handle(void *state, struct http_request *r)
 static void
 events_fini(void *state)
 {
-	if (state == NULL)
-		return;
 	api_free(state);
-	free(state);
 }
 
 const struct app events_app = {

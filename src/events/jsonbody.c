@@ -1,7 +1,7 @@
 /*
  * jsonbody.c: POST /events body checks (PURE; worker): nesting, jansson's
- * strict parse, the client's own bytes of the payload member, and what
- * PostgreSQL's jsonb makes of them.
+ * strict parse, the client's own bytes of the payload member (found by
+ * util/jscan), and what PostgreSQL's jsonb makes of them.
  */
 #include "events/jsonbody.h"
 
@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include <jansson.h>
+
+#include "util/jscan.h"
 
 /* Saturation point for an exponent's digits: past any numeric limit. */
 #define JSONBODY_EXP_CAP	((int64_t)1 << 40)
@@ -36,130 +38,6 @@ jsonbody_depth_ok(const char *text, size_t len, int max)
 			depth--;
 	}
 	return 1;
-}
-
-static size_t
-json_ws(const char *s, size_t i, size_t n)
-{
-	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
-	    s[i] == '\r'))
-		i++;
-	return i;
-}
-
-/* s[i] is '"': the index just past the closing quote, or 0. */
-static size_t
-json_skip_string(const char *s, size_t i, size_t n)
-{
-	for (i++; i < n; i++) {
-		if (s[i] == '\\')
-			i++;
-		else if (s[i] == '"')
-			return i + 1;
-	}
-	return 0;
-}
-
-/* The index just past the value starting at s[i], or 0. */
-static size_t
-json_skip_value(const char *s, size_t i, size_t n)
-{
-	int depth = 0;
-
-	do {
-		i = json_ws(s, i, n);
-		if (i >= n)
-			return 0;
-		if (s[i] == '"') {
-			if ((i = json_skip_string(s, i, n)) == 0)
-				return 0;
-		} else if (s[i] == '{' || s[i] == '[')
-			depth++, i++;
-		else if (s[i] == '}' || s[i] == ']')
-			depth--, i++;
-		else if (s[i] == ',' || s[i] == ':')
-			i++;
-		else
-			while (i < n && s[i] != '\0' &&
-			    strchr(",:{}[]\" \t\r\n", s[i]) == NULL)
-				i++;
-	} while (depth > 0);
-	return i;
-}
-
-/* The value of four hex digits at s, or -1. */
-static int
-json_hex4(const char *s)
-{
-	int v = 0, i, d;
-
-	for (i = 0; i < 4; i++) {
-		if (s[i] >= '0' && s[i] <= '9')
-			d = s[i] - '0';
-		else if ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'f')
-			d = (s[i] | 0x20) - 'a' + 10;
-		else
-			return -1;
-		v = v * 16 + d;
-	}
-	return v;
-}
-
-/* 1 if the raw key text (between the quotes) decodes to name. */
-static int
-json_key_is(const char *k, size_t len, const char *name)
-{
-	size_t i, j = 0, n = strlen(name);
-	int v;
-	char c;
-
-	for (i = 0; i < len; i++, j++) {
-		c = k[i];
-		if (c == '\\' && i + 5 < len && k[i + 1] == 'u' &&
-		    (v = json_hex4(k + i + 2)) > 0 && v < 0x80) {
-			c = (char)v;
-			i += 5;
-		} else if (c == '\\')
-			return 0;	/* other escapes never spell a name */
-		if (j >= n || name[j] != c)
-			return 0;
-	}
-	return j == n;
-}
-
-/*
- * Finds the raw text of a top-level member of a JSON object that jansson
- * has already accepted, so the stored payload is the client's bytes and
- * not a re-encoding (numbers keep their precision).
- */
-static int
-json_member_span(const char *s, size_t n, const char *name, size_t *start,
-    size_t *end)
-{
-	size_t i = json_ws(s, 0, n), k, klen;
-
-	if (i >= n || s[i++] != '{')
-		return -1;
-	for (;;) {
-		i = json_ws(s, i, n);
-		if (i >= n || s[i] != '"')
-			return -1;
-		k = i + 1;
-		if ((i = json_skip_string(s, i, n)) == 0)
-			return -1;
-		klen = i - 1 - k;
-		i = json_ws(s, i, n);
-		if (i >= n || s[i++] != ':')
-			return -1;
-		*start = json_ws(s, i, n);
-		if ((*end = json_skip_value(s, *start, n)) == 0)
-			return -1;
-		if (json_key_is(s + k, klen, name))
-			return 0;
-		i = json_ws(s, *end, n);
-		if (i >= n || s[i++] != ',')
-			return -1;
-	}
 }
 
 static int
@@ -240,69 +118,44 @@ jsonbody_number_len(const char *s, size_t n)
 }
 
 /*
- * jsonb output of one character given as \uXXXX (PostgreSQL's
+ * jsonb output of one character written as an escape (PostgreSQL's
  * escape_json): the short escapes for \b \f \n \r \t " and \, \u00XX
- * for the other controls, UTF-8 for the rest.
+ * for the other controls, UTF-8 for the rest (4 bytes past U+FFFF).
  */
 static int64_t
-jb_char_len(int cp)
+jb_char_len(uint32_t cp)
 {
 	if (cp == '\b' || cp == '\f' || cp == '\n' || cp == '\r' ||
 	    cp == '\t' || cp == '"' || cp == '\\')
 		return 2;
 	if (cp < 0x20)
 		return 6;
-	return cp < 0x80 ? 1 : cp < 0x800 ? 2 : 3;
+	return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
 }
 
 /*
  * s[*i] is '"': the jsonb output length of the string, with *i moved past
  * its closing quote; -1 if malformed or refused by jsonb (\u0000, a lone
- * surrogate). A raw byte prints as itself (jansson checked UTF-8).
+ * surrogate). A raw byte prints as itself (jansson checked UTF-8), an
+ * escape as jsonb re-escapes its character.
  */
 static int64_t
 jb_string_len(const char *s, size_t n, size_t *i)
 {
 	int64_t len = 2;
 	size_t j = *i + 1;
-	int cp, lo;
+	uint32_t cp;
 
-	for (; j < n && s[j] != '"'; j++) {
+	while (j < n && s[j] != '"') {
 		if ((unsigned char)s[j] < 0x20)
 			return -1;
 		if (s[j] != '\\') {
 			len++;
-			continue;
-		}
-		if (++j >= n)
-			return -1;
-		switch (s[j]) {
-		case '"': case '\\': case 'b': case 'f': case 'n': case 'r':
-		case 't':
-			len += 2;
-			break;
-		case '/':
-			len++;
-			break;
-		case 'u':
-			if (j + 4 >= n || (cp = json_hex4(s + j + 1)) <= 0)
-				return -1;	/* \u0000: not in jsonb */
-			j += 4;
-			if (cp >= 0xdc00 && cp <= 0xdfff)
-				return -1;	/* lone low surrogate */
-			if (cp < 0xd800 || cp > 0xdbff) {
-				len += jb_char_len(cp);
-				break;
-			}
-			if (j + 6 >= n || s[j + 1] != '\\' || s[j + 2] != 'u' ||
-			    (lo = json_hex4(s + j + 3)) < 0xdc00 || lo > 0xdfff)
-				return -1;	/* lone high surrogate */
-			j += 6;
-			len += 4;
-			break;
-		default:
-			return -1;
-		}
+			j++;
+		} else if ((j = jscan_unescape(s, n, j, &cp)) == 0 || cp == 0)
+			return -1;	/* \u0000: not in jsonb */
+		else
+			len += jb_char_len(cp);
 	}
 	if (j >= n)
 		return -1;
@@ -387,7 +240,10 @@ jsonbody_parse_event(const char *body, size_t len, json_t **root,
 	if (!json_is_string(k) || json_string_length(k) == 0 ||
 	    !json_is_object(p))
 		return -1;
-	if (json_member_span(body, len, "payload", &start, &end) == -1)
+	/* The client's own bytes are stored, not a re-encoding: numbers keep
+	 * their precision. jansson has accepted the body, so the span is
+	 * exact, and without duplicates it is the member jansson saw. */
+	if (jscan_member_span(body, len, "payload", &start, &end) == -1)
 		return -1;
 	/*
 	 * What jsonb makes of the payload is bounded here, before the

@@ -8,31 +8,6 @@
 #include <stddef.h>
 
 static int
-hello_load(const struct config *cfg, void **shared, char *err,
-    size_t errlen)
-{
-	(void)cfg;
-	(void)err;
-	(void)errlen;
-	*shared = NULL;
-	return 0;
-}
-
-static void
-hello_unload(void *shared)
-{
-	(void)shared;
-}
-
-static int
-hello_init(const struct app_env *env, void **state)
-{
-	(void)env;
-	*state = NULL;
-	return 0;
-}
-
-static int
 hello_handle(void *state, struct http_request *r)
 {
 	(void)state;
@@ -41,18 +16,8 @@ hello_handle(void *state, struct http_request *r)
 	    sizeof(HELLO_BODY) - 1);
 }
 
-static void
-hello_fini(void *state)
-{
-	(void)state;
-}
-
+/* No keys, no database, no state: only the handler. */
 const struct app hello_app = {
 	.name = "hello",
-	.uses_db = 0,
-	.load = hello_load,
-	.unload = hello_unload,
-	.init = hello_init,
 	.handle = hello_handle,
-	.fini = hello_fini,
 };

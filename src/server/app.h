@@ -6,6 +6,9 @@
  * the request view and reply path of http.h, and the database handle of
  * db.h.
  *
+ * Only name and handle are required; a NULL hook does nothing (load
+ * then shares NULL, init leaves the state NULL).
+ *
  * Who calls what, and in which process:
  *   load    master: at start, for -t and on every reload, before any
  *           worker of that configuration is forked. What it returns is
@@ -42,10 +45,12 @@ struct app {
 	const struct db_statement *statements;
 	size_t			 nstatements;
 
-	/* Returns 0 with *shared set (may be NULL), or -1 with a reason in
-	 * err (errlen bytes). */
-	int	(*load)(const struct config *cfg, void **shared, char *err,
-		    size_t errlen);
+	/* Checks what the application needs of cfg (name: the file, for
+	 * messages) and loads what its workers share. Returns 0 with
+	 * *shared set (may be NULL), or -1 with "name: reason" in err
+	 * (errlen bytes). */
+	int	(*load)(const struct config *cfg, const char *name,
+		    void **shared, char *err, size_t errlen);
 	void	(*unload)(void *shared);
 
 	/* Returns 0 with *state set, or -1 (logged): the worker exits and
@@ -56,5 +61,12 @@ struct app {
 	int	(*handle)(void *state, struct http_request *r);
 	void	(*fini)(void *state);
 };
+
+/* The hooks as the server calls them: a NULL hook is a no-op (app.c). */
+int app_load(const struct app *app, const struct config *cfg,
+    const char *name, void **shared, char *err, size_t errlen);
+void app_unload(const struct app *app, void *shared);
+int app_init(const struct app *app, const struct app_env *env, void **state);
+void app_fini(const struct app *app, void *state);
 
 #endif

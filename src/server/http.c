@@ -165,8 +165,7 @@ http_reply(struct http_request *r, int status, const char *content_type,
 	n = fcgi_reply(r->fcgi_id, head, (size_t)hlen, body, len, out);
 	if (r->release)
 		n += fcgi_release(r->fcgi_id, out + n);
-	if ((rc = conn_send(r->fd, out, n, r->write_timeout_ms)) == 0)
-		r->bytes_out = len;
+	rc = conn_send(r->fd, out, n, r->write_timeout_ms);
 	if (out != out_static)
 		free(out);
 	return rc;

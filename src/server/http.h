@@ -42,8 +42,6 @@ struct http_request {
 	/* Set by the worker: where http_phase() reports (may be NULL). */
 	void			(*on_phase)(void *, enum http_phase);
 	void			*phase_arg;
-	size_t			 bytes_out;	/* body bytes sent */
-
 	/* The FastCGI side, the server's (http_request_init, worker.c). */
 	int			 fd;		/* the request's connection */
 	unsigned		 fcgi_id;	/* its request id */
@@ -85,7 +83,8 @@ enum http_body_result http_read_body(struct http_request *r, char *buf,
  * Sends the complete reply, once: status line, Content-Type, the optional
  * extra header lines (each ending in "\r\n"), then len bytes of body, and
  * the end of the FastCGI request, in one write. Returns 0, or -1 if the
- * client went away (the write failed), or a reply was sent already.
+ * head does not fit HTTP_MAX_HEAD, the write failed (the client went
+ * away) or a reply was sent already.
  */
 int http_reply(struct http_request *r, int status, const char *content_type,
     const char *extra_headers, const char *body, size_t len);

@@ -1,7 +1,10 @@
 /*
- * listen.c: obtain the listen sockets (master only, before the fork):
- * the pool socket, which workers inherit and accept on, and the status
- * socket the master serves itself.
+ * listen.c: the listen sockets (master only): the pool socket, taken from
+ * systemd or bound before the first fork, and the status socket the
+ * master serves itself. Both are non-blocking: workers inherit the pool
+ * socket, wait for it in epoll (EPOLLEXCLUSIVE) and accept4() without
+ * blocking, so one that loses the race gets EAGAIN. Also reads a socket's
+ * accept queue for the status page, and removes what it created.
  */
 #include "server/listen.h"
 

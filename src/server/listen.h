@@ -1,8 +1,12 @@
 /*
- * listen.h: the pool's listen socket, owned by the master.
- * Inherited from systemd socket activation (fd 3, LISTEN_FDS/LISTEN_PID) or
- * bound here from the "listen" setting: a unix path, host:port or
- * [v6addr]:port. Never FCGX_OpenSocket (IPv4 only, unlinks, exits).
+ * listen.h: the listen sockets, owned by the master: the pool socket,
+ * inherited from systemd socket activation (fd 3, LISTEN_FDS/LISTEN_PID)
+ * or bound here from the "listen" setting, and the status socket, bound
+ * here from "pm.status_listen". An address is a unix path, host:port,
+ * [v6addr]:port or a port. Never FCGX_OpenSocket (IPv4 only, unlinks,
+ * exits). Every socket handed out is non-blocking: workers wait in epoll
+ * and then accept, and the master serves the status socket from its
+ * event loop.
  */
 #ifndef CFPM_LISTEN_H
 #define CFPM_LISTEN_H
@@ -24,9 +28,10 @@ struct listen_sock {
 
 /*
  * Takes the socket systemd passed (LISTEN_PID must be this process and
- * LISTEN_FDS >= 1; extra fds are closed). Clears the LISTEN_* variables.
- * Returns 1 and fills ls if a socket was passed, 0 if none was, -1 with
- * a logged reason if what was passed is unusable.
+ * LISTEN_FDS >= 1; extra fds are closed) and makes it non-blocking and
+ * close-on-exec. Clears the LISTEN_* variables. Returns 1 and fills ls if
+ * a socket was passed, 0 if none was, -1 with a logged reason if what was
+ * passed is unusable.
  */
 int listen_from_systemd(struct listen_sock *ls);
 
@@ -54,7 +59,7 @@ void listen_spec_status(const struct config *cfg, struct listen_spec *spec);
  * exists is replaced only if it is a socket nobody listens on (a stale
  * one from a crash); a live socket or any other file is an error. A unix
  * socket gets spec's owner, group and mode before anyone can connect.
- * Returns 0 or -1 (logged).
+ * The socket is non-blocking and close-on-exec. Returns 0 or -1 (logged).
  */
 int listen_bind(struct listen_sock *ls, const struct listen_spec *spec);
 

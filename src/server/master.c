@@ -128,7 +128,7 @@ master_find_app(const struct app *const *apps, const char *name)
 int
 master_load_config(struct config *cfg, const struct app *const *apps,
     const struct app **app, void **shared, const char *path, int children,
-    char *err)
+    char *err, size_t errlen)
 {
 	struct sandbox_ids ids;
 	const struct app *a;
@@ -139,19 +139,19 @@ master_load_config(struct config *cfg, const struct app *const *apps,
 
 	config_defaults(cfg);
 	if ((text = readfile(path, MASTER_MAX_CONFIG, &len, err,
-	    CONFIG_ERR_LEN)) == NULL)
+	    errlen)) == NULL)
 		return -1;
-	rc = config_parse(cfg, path, text, len, err);
+	rc = config_parse(cfg, path, text, len, err, errlen);
 	free(text);
 	if (rc == -1)
 		return -1;
 	if (children > 0)
 		cfg->max_children = children;
-	if (config_validate(cfg, path, err) == -1)
+	if (config_validate(cfg, path, err, errlen) == -1)
 		return -1;
 	/* The workers' user must exist and not be root: checked here so a
 	 * reload to a bad one is refused while the running pool serves. */
-	if (sandbox_resolve(cfg, path, &ids, err) == -1)
+	if (sandbox_resolve(cfg, path, &ids, err, errlen) == -1)
 		return -1;
 	/*
 	 * The application loads what its workers share here, once (the
@@ -159,14 +159,14 @@ master_load_config(struct config *cfg, const struct app *const *apps,
 	 * workers inherit it parsed instead of each parsing it again.
 	 */
 	if ((a = master_find_app(apps, cfg->app)) == NULL) {
-		snprintf(err, CONFIG_ERR_LEN, "%s: app: no application named "
+		snprintf(err, errlen, "%s: app: no application named "
 		    "\"%s\"", path, cfg->app);
 		return -1;
 	}
-	if (a->load(cfg, shared ? shared : &trial, err, CONFIG_ERR_LEN) == -1)
+	if (app_load(a, cfg, path, shared ? shared : &trial, err, errlen) == -1)
 		return -1;
 	if (shared == NULL)
-		a->unload(trial);
+		app_unload(a, trial);
 	*app = a;
 	return 0;
 }
@@ -174,7 +174,7 @@ master_load_config(struct config *cfg, const struct app *const *apps,
 static void
 master_unload(struct master *m)
 {
-	m->app->unload(m->shared);
+	app_unload(m->app, m->shared);
 	m->shared = NULL;
 }
 
@@ -362,7 +362,7 @@ master_reload(struct master *m)
 	void *shared;
 
 	if (next == NULL || master_load_config(next, m->apps, &app, &shared,
-	    m->config_path, m->children, err) == -1) {
+	    m->config_path, m->children, err, sizeof(err)) == -1) {
 		log_err("reload refused, pool unchanged: %s",
 		    next ? err : "out of memory");
 		free(next);
@@ -371,7 +371,7 @@ master_reload(struct master *m)
 	if (app != m->app) {
 		log_err("reload refused, pool unchanged: app %s -> %s needs a "
 		    "restart", m->app->name, app->name);
-		app->unload(shared);
+		app_unload(app, shared);
 		free(next);
 		return;
 	}
@@ -744,17 +744,12 @@ master_init(struct master *m, struct config *cfg,
 {
 	struct config *own;
 
-	memset(m, 0, sizeof(*m));
 	if ((own = malloc(sizeof(*own))) == NULL)
 		fatal("%s: out of memory", __func__);
 	*own = *cfg;		/* reloads replace both */
-	m->apps = apps;
-	m->app = app;
-	m->shared = shared;
-	m->cfg = own;
-	m->config_path = config_path;
-	m->children = children;
-	m->ls = ls;
+	*m = (struct master){ .cfg = own, .apps = apps, .app = app,
+	    .shared = shared, .config_path = config_path,
+	    .children = children, .ls = ls };
 	if (conn_listen_prepare(ls->fd) == -1)
 		log_warn("listen socket: receive buffer: %s", strerror(errno));
 	if ((m->sb = scoreboard_create(MASTER_SLOTS)) == NULL)

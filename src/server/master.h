@@ -21,12 +21,12 @@
  * the application cfg names (app =), found among apps (NULL-terminated:
  * main.c's) and set in *app, and what its workers share, from its load,
  * in *shared (release with (*app)->unload; shared NULL only checks it).
- * Returns 0, or -1 with "file:line: reason" in err (CONFIG_ERR_LEN
- * bytes). Used at start, by -t, and on every reload.
+ * Returns 0, or -1 with "file:line: reason" in err (errlen bytes). Used
+ * at start, by -t, and on every reload.
  */
 int master_load_config(struct config *cfg, const struct app *const *apps,
     const struct app **app, void **shared, const char *path, int children,
-    char *err);
+    char *err, size_t errlen);
 
 /*
  * Runs app's pool until a stop signal: forks cfg->max_children workers

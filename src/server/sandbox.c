@@ -114,7 +114,7 @@ sandbox_group_id(const char *name, gid_t *gid)
 
 int
 sandbox_resolve(const struct config *cfg, const char *name,
-    struct sandbox_ids *ids, char *err)
+    struct sandbox_ids *ids, char *err, size_t errlen)
 {
 	memset(ids, 0, sizeof(*ids));
 	if (geteuid() != 0)
@@ -122,18 +122,18 @@ sandbox_resolve(const struct config *cfg, const char *name,
 	if (cfg->user[0] == '\0')
 		goto root;
 	if (sandbox_user_id(cfg->user, &ids->uid, &ids->gid) == -1) {
-		snprintf(err, CONFIG_ERR_LEN, "%s: user: no such user \"%s\"",
+		snprintf(err, errlen, "%s: user: no such user \"%s\"",
 		    name, cfg->user);
 		return -1;
 	}
 	if (cfg->group[0] != '\0' &&
 	    sandbox_group_id(cfg->group, &ids->gid) == -1) {
-		snprintf(err, CONFIG_ERR_LEN, "%s: group: no such group "
+		snprintf(err, errlen, "%s: group: no such group "
 		    "\"%s\"", name, cfg->group);
 		return -1;
 	}
 	if (ids->gid == (gid_t)-1) {
-		snprintf(err, CONFIG_ERR_LEN, "%s: group: must be set, user "
+		snprintf(err, errlen, "%s: group: must be set, user "
 		    "%s has no passwd entry to take it from", name, cfg->user);
 		return -1;
 	}
@@ -145,7 +145,7 @@ root:
 	/* As PHP-FPM: workers parse what any client sends; root only on
 	 * explicit request. */
 	if (!sandbox_root_allowed) {
-		snprintf(err, CONFIG_ERR_LEN, "%s: please specify user and "
+		snprintf(err, errlen, "%s: please specify user and "
 		    "group other than root (or start cfpm with -R, "
 		    "--allow-to-run-as-root)", name);
 		return -1;

@@ -45,10 +45,10 @@ int sandbox_group_id(const char *name, gid_t *gid);
  * group; uid 0 or gid 0 are refused, and so is a missing `user`, unless
  * sandbox_allow_root(1) was called (then a root user keeps root:
  * ids->drop = 0). Returns 0, or -1 with "name: reason" in err
- * (CONFIG_ERR_LEN bytes).
+ * (errlen bytes).
  */
 int sandbox_resolve(const struct config *cfg, const char *name,
-    struct sandbox_ids *ids, char *err);
+    struct sandbox_ids *ids, char *err, size_t errlen);
 
 /*
  * In a worker, right after fork: when ids->drop, clears the

@@ -717,7 +717,7 @@ worker_start_app(const struct worker_args *args, struct worker_ctx *w)
 	env.cfg = args->cfg;
 	env.shared = args->shared;	/* loaded once, by the master */
 	env.db = w->db;
-	return app->init(&env, &w->state);
+	return app_init(app, &env, &w->state);
 }
 
 /*
@@ -742,7 +742,8 @@ worker_main(const struct worker_args *args)
 	if (accesslog_open(args->cfg->access_log) == -1)
 		log_err("access.log %s: %s", args->cfg->access_log,
 		    strerror(errno));
-	if (sandbox_resolve(args->cfg, "worker", &ids, err) == -1) {
+	if (sandbox_resolve(args->cfg, "worker", &ids, err,
+	    sizeof(err)) == -1) {
 		log_err("%s", err);	/* the master backs off */
 		goto done;
 	}
@@ -762,8 +763,7 @@ worker_main(const struct worker_args *args)
 	worker_loop(&w, worker_request_limit(args->cfg));
 	code = 0;
 done:
-	if (w.state != NULL)
-		args->app->fini(w.state);
+	app_fini(args->app, w.state);
 	worker_db = NULL;
 	db_close(w.db);
 	exit(code);

@@ -1,7 +1,10 @@
 /*
- * config.c: parse the PHP-FPM-like configuration text (PURE: no I/O).
- * A directive table maps each key to a parser and a field; main.c reads
- * the file and hands the bytes in, so this module is unit-testable.
+ * config.c: parse the PHP-FPM-like configuration text (PURE: no I/O; the
+ * master runs it at start, for -t and on every reload).
+ * A directive table maps each key to a parser and a field (or, for a key
+ * with a single possible value, to a check only); master_load_config()
+ * in master.c reads the file with readfile() and hands the bytes in, so
+ * this module is unit-testable and fuzzable.
  */
 #include "util/config.h"
 
@@ -131,27 +134,50 @@ cfg_set_mode(struct config *cfg, const struct config_directive *d,
 	return 0;
 }
 
+/* The choice of d->choices that value names, or NULL and a reason. */
+static const struct config_choice *
+cfg_find_choice(const struct config_directive *d, const char *value,
+    char *why, size_t whylen)
+{
+	const struct config_choice *c;
+	size_t n = 0;
+
+	for (c = d->choices; c->name != NULL; c++)
+		if (strcmp(value, c->name) == 0)
+			return c;
+	n = (size_t)snprintf(why, whylen, "%s: expected", d->key);
+	for (c = d->choices; c->name != NULL && n < whylen; c++)
+		n += (size_t)snprintf(why + n, whylen - n, "%s %s",
+		    c == d->choices ? "" : (c[1].name ? "," : " or"), c->name);
+	return NULL;
+}
+
 /* Keyword settings: the value must be one of d->choices. */
 static int
 cfg_set_choice(struct config *cfg, const struct config_directive *d,
     const char *value, char *why, size_t whylen)
 {
 	const struct config_choice *c;
-	size_t n = 0;
 
-	for (c = d->choices; c->name != NULL; c++) {
-		if (strcmp(value, c->name) == 0) {
-			*(int *)CFG_PTR(cfg, d) = c->value;
-			return 0;
-		}
-	}
-	n = (size_t)snprintf(why, whylen, "%s: expected", d->key);
-	for (c = d->choices; c->name != NULL && n < whylen; c++)
-		n += (size_t)snprintf(why + n, whylen - n, "%s %s",
-		    c == d->choices ? "" : (c[1].name ? "," : " or"), c->name);
-	return -1;
+	if ((c = cfg_find_choice(d, value, why, whylen)) == NULL)
+		return -1;
+	*(int *)CFG_PTR(cfg, d) = c->value;
+	return 0;
 }
 
+/*
+ * Keys kept for PHP-FPM configs that have only one possible value here:
+ * it is checked, and nothing is stored, as there is nothing to choose.
+ */
+static int
+cfg_check_choice(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	(void)cfg;
+	return cfg_find_choice(d, value, why, whylen) == NULL ? -1 : 0;
+}
+
+/* cfpm runs a static pool: "pm = static" is accepted, nothing else. */
 static const struct config_choice cfg_pm_choices[] = {
 	{ "static", 0 }, { NULL, 0 },
 };
@@ -176,6 +202,7 @@ static const struct config_choice cfg_level_choices[] = {
 #define CFG_SECONDS(k, f)	{ k, cfg_set_seconds, CFG_FIELD(f), 0, 86400, NULL }
 #define CFG_MODE(k, f)		{ k, cfg_set_mode, CFG_FIELD(f), 0, 0, NULL }
 #define CFG_CHOICE(k, f, c)	{ k, cfg_set_choice, CFG_FIELD(f), 0, 0, c }
+#define CFG_ONLY(k, c)		{ k, cfg_check_choice, 0, 0, 0, 0, c }
 
 static const struct config_directive config_directives[] = {
 	CFG_STRING("app", app),
@@ -184,7 +211,7 @@ static const struct config_directive config_directives[] = {
 	CFG_STRING("listen.owner", listen_owner),
 	CFG_STRING("listen.group", listen_group),
 	CFG_MODE("listen.mode", listen_mode),
-	CFG_CHOICE("pm", pm, cfg_pm_choices),
+	CFG_ONLY("pm", cfg_pm_choices),
 	CFG_INT("pm.max_children", max_children, 1, CONFIG_MAX_CHILDREN),
 	CFG_INT("pm.max_requests", max_requests, 0, INT64_MAX),
 	CFG_SECONDS("request_terminate_timeout", request_terminate_timeout),
@@ -347,7 +374,7 @@ cfg_line(struct config *cfg, char *line, char *why, size_t whylen)
 
 int
 config_parse(struct config *cfg, const char *name, const char *text,
-    size_t len, char *err)
+    size_t len, char *err, size_t errlen)
 {
 	char line[CONFIG_MAX_LINE], why[CONFIG_ERR_LEN / 2];
 	size_t pos = 0, n;
@@ -359,12 +386,12 @@ config_parse(struct config *cfg, const char *name, const char *text,
 		nl = memchr(text + pos, '\n', len - pos);
 		n = nl ? (size_t)(nl - (text + pos)) : len - pos;
 		if (n >= sizeof(line)) {
-			snprintf(err, CONFIG_ERR_LEN, "%s:%d: line longer than %d"
+			snprintf(err, errlen, "%s:%d: line longer than %d"
 			    " bytes", name, lineno, CONFIG_MAX_LINE - 1);
 			return -1;
 		}
 		if (memchr(text + pos, '\0', n) != NULL) {
-			snprintf(err, CONFIG_ERR_LEN, "%s:%d: NUL byte", name,
+			snprintf(err, errlen, "%s:%d: NUL byte", name,
 			    lineno);
 			return -1;
 		}
@@ -372,7 +399,7 @@ config_parse(struct config *cfg, const char *name, const char *text,
 		line[n] = '\0';
 		pos += n + 1;
 		if (cfg_line(cfg, line, why, sizeof(why)) == -1) {
-			snprintf(err, CONFIG_ERR_LEN, "%s:%d: %s", name, lineno,
+			snprintf(err, errlen, "%s:%d: %s", name, lineno,
 			    why);
 			return -1;
 		}
@@ -381,33 +408,22 @@ config_parse(struct config *cfg, const char *name, const char *text,
 }
 
 int
-config_validate(const struct config *cfg, const char *name, char *err)
+config_validate(const struct config *cfg, const char *name, char *err,
+    size_t errlen)
 {
-	static const struct {
-		size_t offset;
-		const char *key;
-	} required[] = {
-		{ offsetof(struct config, listen), "listen" },
-		{ offsetof(struct config, auth_issuer), "auth.issuer" },
-		{ offsetof(struct config, auth_audience), "auth.audience" },
-		{ offsetof(struct config, auth_key_file), "auth.key_file" },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
-		if (((const char *)cfg + required[i].offset)[0] == '\0') {
-			snprintf(err, CONFIG_ERR_LEN, "%s: %s is not set", name,
-			    required[i].key);
-			return -1;
-		}
+	/* What only an application needs (auth.* for the events API) is
+	 * its load's to require. */
+	if (cfg->listen[0] == '\0') {
+		snprintf(err, errlen, "%s: listen is not set", name);
+		return -1;
 	}
 	if (cfg->ping_path[0] != '\0' && cfg->ping_path[0] != '/') {
-		snprintf(err, CONFIG_ERR_LEN, "%s: ping.path must start with /",
+		snprintf(err, errlen, "%s: ping.path must start with /",
 		    name);
 		return -1;
 	}
 	if (cfg->status_path[0] != '\0' && cfg->status_path[0] != '/') {
-		snprintf(err, CONFIG_ERR_LEN,
+		snprintf(err, errlen,
 		    "%s: pm.status_path must start with /", name);
 		return -1;
 	}

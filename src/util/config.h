@@ -2,8 +2,10 @@
  * config.h: the cfpm configuration (PURE: text -> struct config).
  *
  * The file is PHP-FPM-like: "key = value" lines, ';' or '#' comments,
- * optional "[section]" headers (accepted and ignored: cfpm runs one pool).
- * Values may be double-quoted. Every error names file:line and the reason.
+ * optional "[section]" headers (cfpm runs one pool: a section other than
+ * [global] names it, as the status page shows).
+ * Values may be double-quoted. A parse error names file:line and the
+ * reason; a validation error, the file and the reason.
  */
 #ifndef CFPM_CONFIG_H
 #define CFPM_CONFIG_H
@@ -15,7 +17,7 @@
 #define CONFIG_MAX_LINE		4096	/* longest line in a config file */
 #define CONFIG_MAX_VALUE	1024	/* longest value */
 #define CONFIG_MAX_CHILDREN	1024	/* pm.max_children upper bound */
-#define CONFIG_ERR_LEN		512	/* room for an error message */
+#define CONFIG_ERR_LEN		512	/* the error buffer callers pass */
 #define CONFIG_DEFAULT_ACCESS_FORMAT	"%t %p %i \"%m %r\" %s %d %C"
 
 enum config_auth_errors {
@@ -45,7 +47,6 @@ struct config {
 
 	/* pool */
 	int		max_children;		/* pm.max_children, 1..1024 */
-	int		pm;			/* only 0: static */
 	int64_t		max_requests;		/* pm.max_requests, 0 = never */
 	int		request_terminate_timeout;	/* seconds, 0 = off */
 	int		request_slowlog_timeout;	/* seconds, 0 = off */
@@ -82,7 +83,7 @@ struct config {
 	char		status_group[CONFIG_MAX_VALUE];
 	mode_t		status_mode;
 
-	/* privileges (src/sandbox.h) */
+	/* privileges (server/sandbox.h) */
 	char		user[CONFIG_MAX_VALUE];	/* workers' user, "" = none */
 	char		group[CONFIG_MAX_VALUE];	/* "" = user's group */
 	int		worker_seccomp;		/* 1: system-call filter on */
@@ -94,15 +95,18 @@ void config_defaults(struct config *cfg);
 /*
  * Parses len bytes of config text (name is used in messages) on top of
  * whatever cfg holds (call config_defaults first). Returns 0, or -1 with
- * "name:line: reason" in err (CONFIG_ERR_LEN bytes).
+ * "name:line: reason" in err (errlen bytes, cut to fit and always
+ * NUL-terminated when errlen > 0; callers pass CONFIG_ERR_LEN).
  */
 int config_parse(struct config *cfg, const char *name, const char *text,
-    size_t len, char *err);
+    size_t len, char *err, size_t errlen);
 
 /*
  * Checks the settings that only make sense together (issuer, audience and
- * key file set, ...). Returns 0, or -1 with "name: reason" in err.
+ * key file set, ...). Returns 0, or -1 with "name: reason" in err (errlen
+ * bytes).
  */
-int config_validate(const struct config *cfg, const char *name, char *err);
+int config_validate(const struct config *cfg, const char *name, char *err,
+    size_t errlen);
 
 #endif

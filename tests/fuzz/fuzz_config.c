@@ -19,13 +19,13 @@
 
 #define FUZZ_NAME	"fuzz.conf"
 
-/* err must be a NUL-terminated message naming the file. */
+/* err (errlen bytes) must be a NUL-terminated message naming the file. */
 static void
-check_err(const char *err)
+check_err(const char *err, size_t errlen)
 {
-	size_t n = strnlen(err, CONFIG_ERR_LEN);
+	size_t n = strnlen(err, errlen);
 
-	if (n == 0 || n == CONFIG_ERR_LEN ||
+	if (n == 0 || n == errlen ||
 	    strncmp(err, FUZZ_NAME ":", sizeof(FUZZ_NAME)) != 0)
 		abort();
 }
@@ -42,6 +42,7 @@ static void
 check_cfg(const struct config *c)
 {
 	check_str(c->pool_name);
+	check_str(c->app);
 	check_str(c->listen);
 	check_str(c->listen_owner);
 	check_str(c->listen_group);
@@ -89,16 +90,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	config_defaults(cfg);
 	memset(err, 0, sizeof(err));
 	text = fuzz_guard_copy(data, size, &g);
-	if (config_parse(cfg, FUZZ_NAME, text, size, err) == -1) {
-		check_err(err);
+	if (config_parse(cfg, FUZZ_NAME, text, size, err, sizeof(err)) == -1) {
+		check_err(err, sizeof(err));
 		goto done;
 	}
 	check_cfg(cfg);
 	memset(err, 0, sizeof(err));
-	if (config_validate(cfg, FUZZ_NAME, err) == -1)
-		check_err(err);
-	else if (cfg->listen[0] == '\0' || cfg->auth_issuer[0] == '\0' ||
-	    cfg->auth_audience[0] == '\0' || cfg->auth_key_file[0] == '\0' ||
+	if (config_validate(cfg, FUZZ_NAME, err, sizeof(err)) == -1)
+		check_err(err, sizeof(err));
+	else if (cfg->listen[0] == '\0' ||
 	    (cfg->ping_path[0] != '\0' && cfg->ping_path[0] != '/') ||
 	    (cfg->status_path[0] != '\0' && cfg->status_path[0] != '/'))
 		abort();

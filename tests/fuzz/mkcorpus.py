@@ -252,6 +252,43 @@ def body_seeds():
         write("body", k, v)
 
 
+def jscan_seeds():
+    # fuzz_jscan.c: one byte, the name's length, then the name, then text.
+    def named(name, text):
+        if isinstance(text, str):
+            text = text.encode()
+        name = name.encode()
+        return bytes([len(name)]) + name + text
+    seeds = {
+        "member": named("payload", '{"kind":"k","payload":{"x":1}}'),
+        "member-ws": named("payload", ' \n{ "payload" : [ 1 , 2 ] }\t'),
+        "member-first-of-dup": named("p", '{"p":1,"p":2}'),
+        "member-nested-only": named("payload", '{"a":{"payload":1}}'),
+        "member-in-string": named("payload", '{"a":"\\"payload\\":1"}'),
+        "member-utf8": named("caf\u00e9", '{"caf\\u00e9":[true,null]}'),
+        "member-pair": named("\U0001f600", '{"\\ud83d\\ude00":-1.5e3}'),
+        "member-nul-escape": named("p", '{"p\\u0000":1}'),
+        "member-empty-name": named("", '{"":0}'),
+        "values": named("", '[true,false,null,0,-1.5e-300,"s\\"",{},[]]'),
+        "deep": named("a", '{"a":' + "[" * 64 + "]" * 64 + "}"),
+        # As a whole text a string value; as the inside of a name, the key.
+        "escapes": named("\"\\/\b\f\n\r\t", '"\\"\\\\\\/\\b\\f\\n\\r\\t"'),
+        "escapes-key": named("\"\\/\b\f\n\r\t", '\\"\\\\\\/\\b\\f\\n\\r\\t'),
+        "unicode-key": named("A\u00e9\u4e2d\U0001f600",
+                             '\\u0041\\u00E9\\u4e2d\\ud83d\\ude00'),
+        "lone-high": named("x", '{"\\ud800":1}'),
+        "lone-low": named("x", '"\\udc00"'),
+        "truncated-string": named("p", '{"p":"abc'),
+        "truncated-escape": named("p", '{"p":"\\u00'),
+        "truncated-object": named("p", '{"a":[1,{"b":'),
+        "empty": named("p", ""),
+        "ws-only": named("p", " \t\r\n"),
+        "closers": named("p", "]}],:"),
+    }
+    for k, v in seeds.items():
+        write("jscan", k, v)
+
+
 def config_seeds():
     with open(os.path.join(TOP, "etc", "cfpm.conf"), "rb") as f:
         conf = f.read()
@@ -397,6 +434,7 @@ def main():
     jwt_seeds()
     base64url_seeds()
     body_seeds()
+    jscan_seeds()
     config_seeds()
     return 0
 

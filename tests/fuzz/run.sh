@@ -3,8 +3,8 @@
 #
 #   sh tests/fuzz/run.sh TARGET SECONDS [BINDIR] [-- LIBFUZZER-OPTIONS...]
 #
-# TARGET is base64url, body, config, fcgi or jwt; BINDIR (default ./fuzz-build)
-# holds what build.sh made. The seed corpus (tests/fuzz/corpus/TARGET and
+# TARGET is base64url, body, config, fcgi, jscan or jwt; BINDIR (default
+# ./fuzz-build) holds what build.sh made. The seed corpus (tests/fuzz/corpus/TARGET and
 # tests/fuzz/regress/TARGET) is copied to a scratch directory, so the
 # repository only gets the inputs someone adds on purpose. The scratch
 # directory (printed at the end, with crash-* files and the full log) is

@@ -11,6 +11,10 @@ test_apps.py: the server runs the application its configuration names
 - The ping path is the server's for every application: GET and HEAD 200,
   other methods 405 with Allow: GET, HEAD, on the pool socket and the
   status socket alike (one reply path).
+- What an application needs of the configuration is its own to require:
+  hello starts without any auth.* key; the events API refuses a
+  configuration without auth.issuer, auth.audience or auth.key_file
+  (-t, exit 1, "FILE: KEY is not set").
 - app = a name cfpm does not have: -t and a start fail (exit 1) with a
   message naming the file, the key and the value; a reload to another
   application is refused (it needs a restart) and the pool keeps
@@ -28,9 +32,9 @@ HELLO = b'{"ok":true}'
 
 def backends(st):
     """Client backends of the events database (not our psql)."""
-    rows = st.psql_query("SELECT count(*) FROM pg_stat_activity WHERE "
-                         "datname = 'events' AND backend_type = "
-                         "'client backend' AND pid <> pg_backend_pid()")
+    rows = st.pg.psql("SELECT count(*) FROM pg_stat_activity WHERE "
+                      "datname = 'events' AND backend_type = "
+                      "'client backend' AND pid <> pg_backend_pid()")
     return int(rows[0][0])
 
 
@@ -54,7 +58,7 @@ def check_ping(st, who):
 
 def check_hello(st):
     tap = st.tap
-    rows = st.row_count()
+    rows = st.pg.row_count()
     c = st.start_cfpm({"app": "hello"})
     for m, p in (("GET", "/"), ("GET", "/events/1"), ("POST", "/events"),
                  ("GET", "/health"), ("PUT", "/anything?x=1"),
@@ -65,7 +69,7 @@ def check_hello(st):
                r.header("content-type") == "application/json",
                "hello: %s %s is 200 %s" % (m, p, HELLO.decode()),
                "got %r" % r)
-    tap.is_(st.row_count(), rows, "hello: nothing was written to "
+    tap.is_(st.pg.row_count(), rows, "hello: nothing was written to "
             "PostgreSQL")
     tap.is_(backends(st), 0, "hello: its workers hold no database "
             "connection")
@@ -76,7 +80,7 @@ def check_hello(st):
            "hello: the status page counts its requests",
            "got %r" % r)
     st.stop_cfpm(c)
-    st.stop_postgres()
+    st.pg.stop()
     try:
         c = st.start_cfpm({"app": "hello"})
         r = st.get("/events/1")
@@ -84,7 +88,7 @@ def check_hello(st):
                "serving with PostgreSQL stopped", "got %r" % r)
         st.stop_cfpm(c)
     finally:
-        st.start_postgres()
+        st.pg.start()
 
 
 def check_unknown(st):
@@ -99,6 +103,26 @@ def check_unknown(st):
     tap.is_(rc, 1, "start: an unknown app exits 1")
     tap.like(ct.tail(c.log, 5), r'no application named "nosuch"',
              "start: and says why")
+
+
+def check_app_settings(st):
+    tap = st.tap
+    bare = {"auth.issuer": None, "auth.audience": None,
+            "auth.key_file": None, "auth.key_id": None}
+    conf = st.write_config(dict(bare, app="hello"))
+    rc, out = st.cfpm_test_config(conf)
+    tap.ok(rc == 0, "-t: hello needs no auth.* key", "rc %r, %r" % (rc, out))
+    c = st.start_cfpm(conf=conf)
+    r = st.get("/x")
+    tap.ok(r.status == 200 and r.body == HELLO, "hello without auth.* "
+           "serves", "got %r" % r)
+    st.stop_cfpm(c)
+    for key in ("auth.issuer", "auth.audience", "auth.key_file"):
+        conf = st.write_config({key: None})
+        rc, out = st.cfpm_test_config(conf)
+        tap.ok(rc == 1 and ("%s: %s is not set" % (conf, key)) in out,
+               "-t: the events API without %s is refused" % key,
+               "rc %r, %r" % (rc, out))
 
 
 def check_reload_app(st):
@@ -123,6 +147,7 @@ def body(tap):
     with ct.Stack(tap).setup() as st:
         check_hello(st)
         check_unknown(st)
+        check_app_settings(st)
         check_reload_app(st)
 
 

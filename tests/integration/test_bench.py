@@ -39,32 +39,11 @@ EXIT_UNPREPARED = 3        # bench/run's status for a candidate not built
 FILES = ("records.jsonl", "summary.json", "summary.md", "throughput.svg",
          "cpu_per_request.svg", "versions.json")
 
-sys.path.insert(0, os.path.join(SRCDIR, "bench"))
+DIAG_LINES = 40            # a failure shows the end of its output
+sys.path[:0] = [os.path.join(SRCDIR, "bench"), SRCDIR]     # lib, harness
 
-
-class TAP:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, desc, diag=None):
-        self.n += 1
-        if not cond:
-            self.failed += 1
-        print("%s %d - %s" % ("ok" if cond else "not ok", self.n, desc))
-        if not cond and diag:
-            for line in str(diag).splitlines()[-40:]:
-                print("# " + line)
-        sys.stdout.flush()
-        return bool(cond)
-
-    def skip(self, desc, reason):
-        self.n += 1
-        print("ok %d - %s # SKIP %s" % (self.n, desc, reason))
-
-    def done(self):
-        print("1..%d" % self.n)
-        return 1 if self.failed or not self.n else 0
+from harness.procfs import cmdline_pids  # noqa: E402
+from harness.tap import TAP  # noqa: E402
 
 
 def run_bench(out, work, candidates=("cfpm",) + PEERS, extra=(), env=None,
@@ -96,17 +75,7 @@ def run_bench(out, work, candidates=("cfpm",) + PEERS, extra=(), env=None,
 
 def leftovers(work):
     """Pids of processes whose command line mentions the work dir."""
-    procs = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                if work.encode() in f.read():
-                    procs.append(int(d))
-        except OSError:
-            pass
-    return procs
+    return cmdline_pids(work)
 
 
 def check_results(tap, res):
@@ -264,10 +233,9 @@ def check_helpers(tap):
 
 
 def main():
-    tap = TAP()
+    tap = TAP(diag_lines=DIAG_LINES)
     if os.geteuid() != 0 or not shutil.which("wrk"):
-        print("1..0 # SKIP needs root and wrk (tools/install-deps --bench)")
-        return 0
+        return TAP.skip_all("needs root and wrk (tools/install-deps --bench)")
     check_helpers(tap)
     tmp = tempfile.mkdtemp(prefix="cfpm-test-bench.")
     os.chmod(tmp, 0o755)        # the postgres user must reach the cluster

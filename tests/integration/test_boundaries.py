@@ -437,7 +437,7 @@ def client_bytes(st, c):
                *probs[:10])
         busy = sum(1 for s, u in uris if s != "Idle" and u == HELD_URI)
         tap.is_(busy, held, "the held requests are listed as current")
-        ct.Postgres.release_lock(lock)
+        ct.Cluster.release_lock(lock)
         for t in threads:
             t.join(30)
         tap.is_(results, [200] * held, "the held requests then answer 200")
@@ -461,7 +461,7 @@ def client_bytes(st, c):
                         {"Authorization": "Bearer " + tok}, timeout=0.5)
     tap.is_(r.status, 0, "a client that gives up while its request is held")
     gone = ct.wait_for(lambda: b"client went away" in file_bytes(c.log), 10)
-    ct.Postgres.release_lock(lock)
+    ct.Cluster.release_lock(lock)
     tap.ok(gone, "the worker logs the client that went away")
 
     # Hostile requests back to back while the page is read: a slot may

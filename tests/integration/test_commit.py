@@ -39,7 +39,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
 import pgproxy  # noqa: E402
-from test_api import seeded_row  # noqa: E402
+from cfpmtest import seeded_row  # noqa: E402
 from test_faults import DROPPED, Mixed, Writers, held_requests, \
     log_text, status_json, summarize  # noqa: E402
 

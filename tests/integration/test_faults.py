@@ -33,6 +33,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -582,7 +583,7 @@ def fcgi_peer_open(pid):
     try:
         rc, out, _ = ct.run(["ss", "-xpH", "state", "established"],
                             timeout=10)
-    except (OSError, ct.subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError):
         return None
     if rc != 0:
         return None
@@ -775,13 +776,7 @@ class FastNginx(ct.Stack):
     """The harness stack with nginx allowed more connections (the shared
     harness uses worker_connections 512)."""
 
-    worker_connections = 4096
-
-    def nginx_conf(self, upstream, keep_conn=0):
-        text = ct.Stack.nginx_conf(self, upstream, keep_conn)
-        return text.replace("worker_connections 512;",
-                            "worker_connections %d;" %
-                            self.worker_connections)
+    nginx_connections = 4096
 
 
 def keepalive_batch(st, tok, nconn, per_conn):
@@ -889,8 +884,7 @@ def run_loaders(st, nproc, count, seconds, plan):
         try:
             p.wait(timeout=seconds + 30)
         except Exception:
-            ct._kill_group(p.pid)
-            p.wait(5)
+            ct.stop(p, signal.SIGKILL)
         try:
             j = json.loads(log_text(out).strip().splitlines()[-1])
         except (ValueError, IndexError):
@@ -930,7 +924,7 @@ def check_resource_limits(st):
     tap.diag("nginx: the harness's worker_connections 512 cannot hold %d "
              "idle + active client connections; this file runs nginx with "
              "worker_connections %d (ulimit -n %d)" %
-             (want_idle, st.worker_connections, soft))
+             (want_idle, st.nginx_connections, soft))
     idle, err = open_idle(st, n_idle)
     tap.ok(len(idle) == n_idle, "limits: %d idle client connections open "
            "to nginx (half silent, half with a partial request head)" %

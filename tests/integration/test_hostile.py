@@ -218,14 +218,7 @@ def token_cases(st, listener, attacker):
     vs = valid.split(".")[2]
 
     def claims(**kw):
-        d = {"iss": ct.ISSUER, "aud": ct.AUDIENCE, "sub": ct.SUBJECT,
-             "scope": ct.SCOPE, "nbf": now - 60, "exp": now + 3600}
-        for n, v in kw.items():
-            if v is None:
-                d.pop(n, None)
-            else:
-                d[n] = v
-        return json.dumps(d, separators=(",", ":"))
+        return ct.claims_json(now, **kw)
 
     def raw_claims(**kw):
         """claims() with members given as raw JSON text."""

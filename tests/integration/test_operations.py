@@ -185,7 +185,7 @@ def test_status_busy(tap, stack):
     om = stack.get("/status?openmetrics", timeout=5)
     tap.like(om.body.decode(), r"cfpm_active_processes %d\n(.|\n)*# EOF\n$"
              % POOL, "openmetrics while busy, ending in # EOF")
-    ct.Postgres.release_lock(lock)
+    ct.Cluster.release_lock(lock)
     for t in threads:
         t.join(30)
     tap.is_(sorted(r.status for r in results), [201] * (POOL + 4),
@@ -210,7 +210,7 @@ def test_graceful_stop(tap, stack):
     os.kill(c.pid, signal.SIGTERM)
     time.sleep(1.0)
     tap.ok(c.alive(), "master waits for in-flight requests")
-    ct.Postgres.release_lock(lock)
+    ct.Cluster.release_lock(lock)
     for t in threads:
         t.join(30)
     tap.is_(sorted(r.status for r in results), [201] * POOL,
@@ -288,7 +288,7 @@ def test_terminate(tap, stack):
         os.kill(pid, signal.SIGCONT)
     tap.ok(replaced, "a worker that does not come back is killed and "
            "replaced")
-    ct.Postgres.release_lock(lock)
+    ct.Cluster.release_lock(lock)
     for t in threads:
         t.join(30)
     tap.like(ct.tail(c.log, 50), r"request_terminate_timeout: killing "

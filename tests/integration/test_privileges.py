@@ -498,6 +498,12 @@ def check_cli(st):
            "--version is -v", "%r %r" % (out, out2))
     rc, out, err = ct.run([ct.CFPM, "--no-such-option"])
     tap.is_(rc, 2, "an unknown long option: exit 2")
+    # cfpm never daemonizes: PHP-FPM's -F has nothing to switch off here.
+    for opt in ("-F", "--nodaemonize"):
+        rc, out, err = ct.run([ct.CFPM, opt, "-t"])
+        tap.ok(rc == 2 and "usage: cfpm [-tRhv]" in err,
+               "%s is not an option: usage, exit 2" % opt,
+               "rc %r %r" % (rc, err))
 
 
 def body(tap):

@@ -10,7 +10,6 @@ pm.max_requests recycling.
 """
 
 import os
-import re
 import signal
 import stat
 import struct
@@ -20,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
-from test_api import BENCH_BODY, Checker, seeded_row  # noqa: E402
+from cfpmtest import BENCH_BODY, Checker, seeded_row  # noqa: E402
 
 POOL = 3
 
@@ -549,14 +548,14 @@ def check_stale_socket(st):
 def _fcgi_get_health(stdin=True):
     """A raw FastCGI GET /health; without stdin, the FCGI_STDIN records
     (the request's end) are left out."""
-    params = ct._fcgi_params({"REQUEST_METHOD": "GET", "REQUEST_URI":
+    params = ct.fcgi_params({"REQUEST_METHOD": "GET", "REQUEST_URI":
                               "/health", "DOCUMENT_URI": "/health",
                               "SCRIPT_NAME": "/health", "QUERY_STRING": ""})
-    msg = ct._fcgi_record(ct.FCGI_BEGIN_REQUEST, struct.pack("!HB5x", 1, 0))
-    msg += ct._fcgi_record(ct.FCGI_PARAMS, params)
-    msg += ct._fcgi_record(ct.FCGI_PARAMS, b"")
+    msg = ct.fcgi_record(ct.FCGI_BEGIN_REQUEST, struct.pack("!HB5x", 1, 0))
+    msg += ct.fcgi_record(ct.FCGI_PARAMS, params)
+    msg += ct.fcgi_record(ct.FCGI_PARAMS, b"")
     if stdin:
-        msg += ct._fcgi_record(ct.FCGI_STDIN, b"")
+        msg += ct.fcgi_record(ct.FCGI_STDIN, b"")
     return msg
 
 
@@ -645,10 +644,7 @@ def check_keep_conn_requested(st, c):
     tap.ok(r.status == 200 and r.elapsed < 2 and sorted(c.workers()) ==
            before, "keep-conn on: after an idle moment a lone request is "
            "served at once, by the same workers (%.2fs)" % r.elapsed)
-    with open(log, errors="replace") as f:
-        f.seek(start)
-        noise = [x for x in f.read().splitlines()
-                 if re.search(r"\[(warn|error|crit|alert)\]", x)]
+    noise = st.nginx.log_lines(start, ("warn", "error", "crit", "alert"))
     tap.ok(not noise, "keep-conn on: nginx logged no warning or error about "
            "the connections", noise[:5])
     st.stop_nginx()

@@ -14,7 +14,8 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
-from test_api import Checker, run_api_checks, seeded_row  # noqa: E402
+from cfpmtest import Checker, seeded_row  # noqa: E402
+from test_api import run_api_checks  # noqa: E402
 
 
 def check_activated_unix(st):

@@ -8,11 +8,11 @@
 #include "tap.h"
 
 static int
-parse(struct config *cfg, const char *text, char *err)
+parse(struct config *cfg, const char *text, char *err, size_t errlen)
 {
 	config_defaults(cfg);
 	err[0] = '\0';
-	return config_parse(cfg, "t.conf", text, strlen(text), err);
+	return config_parse(cfg, "t.conf", text, strlen(text), err, errlen);
 }
 
 static void
@@ -21,7 +21,7 @@ expect_error(const char *text, const char *want, const char *what)
 	static struct config cfg;
 	char err[CONFIG_ERR_LEN];
 
-	is_int(parse(&cfg, text, err), -1, "%s: rejected", what);
+	is_int(parse(&cfg, text, err, sizeof(err)), -1, "%s: rejected", what);
 	ok(strstr(err, want) != NULL, "%s: message \"%s\" has \"%s\"", what,
 	    err, want);
 }
@@ -86,7 +86,8 @@ test_full(void)
 	    "worker.seccomp = off\n"
 	    "access.format = \"%m \\\"%r\\\" \\\\ %s\"";
 
-	is_int(parse(&cfg, text, err), 0, "full config parses (%s)", err);
+	is_int(parse(&cfg, text, err, sizeof(err)), 0,
+	    "full config parses (%s)", err);
 	is_str(cfg.listen, "[::1]:9000", "listen trimmed, CR dropped");
 	is_int(cfg.listen_backlog, 4096, "listen.backlog");
 	is_int(cfg.listen_mode, 0666, "listen.mode octal");
@@ -111,7 +112,8 @@ test_full(void)
 	is_str(cfg.user, "cfpm", "user");
 	is_str(cfg.group, "nogroup", "group");
 	is_int(cfg.worker_seccomp, 0, "worker.seccomp off");
-	is_int(config_validate(&cfg, "t.conf", err), 0, "validates");
+	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), 0,
+	    "validates");
 }
 
 static void
@@ -165,11 +167,13 @@ test_long_line(void)
 	memset(text, 'a', sizeof(text) - 2);
 	text[sizeof(text) - 2] = '\n';
 	text[sizeof(text) - 1] = '\0';
-	is_int(parse(&cfg, text, err), -1, "over-long line rejected");
+	is_int(parse(&cfg, text, err, sizeof(err)), -1,
+	    "over-long line rejected");
 	ok(strstr(err, "t.conf:1: line longer") != NULL, "message: %s", err);
 	memcpy(text, "listen = ", 9);
 	text[CONFIG_MAX_VALUE + 20] = '\0';
-	is_int(parse(&cfg, text, err), -1, "over-long value rejected");
+	is_int(parse(&cfg, text, err, sizeof(err)), -1,
+	    "over-long value rejected");
 	ok(strstr(err, "value longer") != NULL, "message: %s", err);
 }
 
@@ -181,17 +185,46 @@ test_nul_and_validate(void)
 	const char text[] = "listen = /a\0b\n";
 
 	config_defaults(&cfg);
-	is_int(config_parse(&cfg, "t.conf", text, sizeof(text) - 1, err), -1,
-	    "NUL byte rejected");
+	is_int(config_parse(&cfg, "t.conf", text, sizeof(text) - 1, err,
+	    sizeof(err)), -1, "NUL byte rejected");
 	ok(strstr(err, "t.conf:1: NUL") != NULL, "message: %s", err);
 	config_defaults(&cfg);
-	is_int(config_validate(&cfg, "t.conf", err), -1,
-	    "defaults alone lack auth settings");
-	ok(strstr(err, "auth.issuer is not set") != NULL, "message: %s", err);
+	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), 0,
+	    "the defaults validate (auth.* is the events app's to require)");
+	is_int(parse(&cfg, "listen = \"\"\n", err, sizeof(err)), 0,
+	    "an empty listen parses");
+	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), -1,
+	    "an empty listen is refused");
+	ok(strstr(err, "t.conf: listen is not set") != NULL, "message: %s",
+	    err);
+	config_defaults(&cfg);
 	is_int(parse(&cfg, "auth.issuer = i\nauth.audience = a\n"
-	    "auth.key_file = k\nping.path = ping\n", err), 0, "parses");
-	is_int(config_validate(&cfg, "t.conf", err), -1,
+	    "auth.key_file = k\nping.path = ping\n", err, sizeof(err)), 0,
+	    "parses");
+	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), -1,
 	    "ping.path without / rejected");
+}
+
+/* A short error buffer gets a cut, terminated message and no more. */
+static void
+test_short_err(void)
+{
+	static struct config cfg;
+	char err[16];
+
+	memset(err, 'x', sizeof(err));
+	config_defaults(&cfg);
+	is_int(config_parse(&cfg, "t.conf", "pm = dynamic\n", 13, err, 8), -1,
+	    "parse error with an 8-byte buffer");
+	is_str(err, "t.conf:", "the message is cut to 7 bytes and a NUL");
+	ok(err[8] == 'x', "nothing written past errlen");
+	memset(err, 'x', sizeof(err));
+	config_defaults(&cfg);
+	cfg.listen[0] = '\0';
+	is_int(config_validate(&cfg, "t.conf", err, 4), -1,
+	    "validate error with a 4-byte buffer");
+	is_str(err, "t.c", "validate's message is cut too");
+	ok(err[4] == 'x', "nothing written past errlen");
 }
 
 int
@@ -202,5 +235,6 @@ main(void)
 	test_errors();
 	test_long_line();
 	test_nul_and_validate();
+	test_short_err();
 	return done_testing();
 }

@@ -17,18 +17,8 @@
 set -u
 
 SRC=${CFPM_SRCDIR:-.}/src
-n=0
-failed=0
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
+# shellcheck source=tests/unit/tap.sh
+. "$(dirname "$0")/tap.sh"
 
 allowed() {
 	# allowed FROM TO: may a file in folder FROM include one in TO?
@@ -70,5 +60,4 @@ for f in $files; do
 done
 
 sort -u "$edges" | sed 's/^/# edge: /'
-echo "1..$n"
-[ "$failed" -eq 0 ]
+finish

@@ -761,7 +761,7 @@ test_filter(void)
 
 static int
 resolve(const char *user, const char *group, int allow_root,
-    struct sandbox_ids *ids, char *err)
+    struct sandbox_ids *ids, char *err, size_t errlen)
 {
 	static struct config cfg;
 
@@ -770,7 +770,7 @@ resolve(const char *user, const char *group, int allow_root,
 	snprintf(cfg.group, sizeof(cfg.group), "%s", group);
 	sandbox_allow_root(allow_root);
 	err[0] = '\0';
-	return sandbox_resolve(&cfg, "t.conf", ids, err);
+	return sandbox_resolve(&cfg, "t.conf", ids, err, errlen);
 }
 
 static void
@@ -780,7 +780,7 @@ expect_refused(const char *user, const char *group, int allow_root,
 	struct sandbox_ids ids;
 	char err[CONFIG_ERR_LEN];
 
-	is_int(resolve(user, group, allow_root, &ids, err), -1,
+	is_int(resolve(user, group, allow_root, &ids, err, sizeof(err)), -1,
 	    "%s: refused", what);
 	ok(strstr(err, want) != NULL && strncmp(err, "t.conf: ", 8) == 0,
 	    "%s: \"%s\" names the file and has \"%s\"", what, err, want);
@@ -793,7 +793,7 @@ expect_ids(const char *user, const char *group, int allow_root, int drop,
 	struct sandbox_ids ids;
 	char err[CONFIG_ERR_LEN];
 
-	if (!ok(resolve(user, group, allow_root, &ids, err) == 0 &&
+	if (!ok(resolve(user, group, allow_root, &ids, err, sizeof(err)) == 0 &&
 	    ids.drop == drop && (!drop || (ids.uid == uid && ids.gid == gid)),
 	    "%s", what))
 		printf("#   err \"%s\", drop %d, uid %u, gid %u\n", err,

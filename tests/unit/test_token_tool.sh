@@ -11,33 +11,8 @@ set -u
 BIN=${CFPM_BUILDDIR:-.}/cfpm-token
 NOW=1700000000
 
-n=0
-failed=0
-
-ok() {
-	# ok STATUS DESCRIPTION: STATUS 0 is a pass.
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
-
-check() {
-	# check DESCRIPTION COMMAND...: runs the command, passes if it succeeds.
-	_d=$1
-	shift
-	"$@" >/dev/null 2>&1
-	ok $? "$_d"
-}
-
-finish() {
-	echo "1..$n"
-	[ "$failed" -eq 0 ] || exit 1
-	exit 0
-}
+# shellcheck source=tests/unit/tap.sh
+. "$(dirname "$0")/tap.sh"
 
 for tool in openssl python3 od tr; do
 	if ! command -v "$tool" >/dev/null 2>&1; then

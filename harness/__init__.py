@@ -1,0 +1,23 @@
+"""
+harness: the Python harness shared by the integration tests
+(tests/integration/) and the capacity benchmark (bench/run): processes,
+a private PostgreSQL cluster, nginx, HTTP and FastCGI clients, keys and
+tokens, the API contract and TAP. Python 3, standard library only. It
+runs in the test or benchmark process itself, never in cfpm.
+
+Importers put the source tree's root on sys.path, computed from their
+own file's location (tests/integration/cfpmtest.py, bench/run,
+tests/integration/test_bench.py), so it works from any build directory.
+
+Modules; each imports only the standard library and modules above it:
+  paths     where the source tree, the build and the tools are
+  proc      spawn, run, stop (pid-reuse safe), cleanup on any exit
+  procfs    /proc readers: process state, groups, trees, CPU, memory
+  tap       the TAP producer
+  http      HTTP client: Response, requests, raw requests
+  fcgi      FastCGI responder client (straight to cfpm's socket)
+  contract  the API's constants, seeded rows, response checks, the gate
+  keys      key pairs, JWKS and tokens (cfpm-token, openssl fallback)
+  pg        a private PostgreSQL 15 cluster run as the postgres user
+  nginx     nginx configurations and instances
+"""

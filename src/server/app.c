@@ -1,0 +1,36 @@
+/*
+ * app.c: the server's side of the application interface (master and
+ * worker): the optional hooks of an application table, called or
+ * skipped.
+ */
+#include "server/app.h"
+
+int
+app_load(const struct app *app, const struct config *cfg, const char *name,
+    void **shared, char *err, size_t errlen)
+{
+	*shared = NULL;
+	return app->load != NULL ? app->load(cfg, name, shared, err, errlen) :
+	    0;
+}
+
+void
+app_unload(const struct app *app, void *shared)
+{
+	if (app->unload != NULL)
+		app->unload(shared);
+}
+
+int
+app_init(const struct app *app, const struct app_env *env, void **state)
+{
+	*state = NULL;
+	return app->init != NULL ? app->init(env, state) : 0;
+}
+
+void
+app_fini(const struct app *app, void *state)
+{
+	if (app->fini != NULL)
+		app->fini(state);
+}
