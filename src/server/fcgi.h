@@ -2,12 +2,13 @@
  * fcgi.h: FastCGI records at cfpm's trust boundary (PURE; worker and
  * master).
  *
- * Any local user who can reach a socket can send any bytes. Debian's
- * libfcgi 2.4.2 overflows a stack buffer on a repeated FCGI_GET_VALUES
- * name and reads a request's parameters with no deadline, so no byte of a
- * connection reaches it before this module has seen the whole request and
- * found it well formed. The master's status socket does not use libfcgi
- * at all: it reads, checks and answers with the functions below.
+ * Any local user who can reach a socket can send any bytes. cfpm does not
+ * use libfcgi (Debian's 2.4.2 overflows a stack buffer on a repeated
+ * FCGI_GET_VALUES name and reads a request's parameters with no
+ * deadline): the workers (conn.c, http.c) and the master's status socket
+ * (admin.c) read, check, answer and frame with the functions below, and
+ * no request is served before this module has seen it whole and found it
+ * well formed.
  *
  * What a well-formed request is here (nginx sends exactly this): one
  * FCGI_BEGIN_REQUEST (role responder, request id not 0), FCGI_PARAMS
@@ -26,11 +27,12 @@
 #define FCGI_HEADER_SIZE	8		/* every record's header */
 #define FCGI_MAX_CONTENT	65535		/* one record's content */
 /*
- * A request must be whole in the socket's buffer before libfcgi reads it
- * (conn.h), so these limits stay within what the kernel holds unread: a
- * unix socket about 200 KiB (nginx's sender buffer), a TCP socket what
- * conn_listen_prepare() sets. nginx sends far less: its header buffers
- * (32 KiB by default) and client_max_body_size (64k shipped).
+ * A request is read whole before it is served (conn.h); these limits
+ * bound what a worker holds for one, and stay within what the kernel
+ * buffers for nginx's one write of it: a unix socket about 200 KiB, a TCP
+ * socket what conn_listen_prepare() sets. nginx sends far less: its
+ * header buffers (32 KiB by default) and client_max_body_size (64k
+ * shipped).
  */
 #define FCGI_MAX_PARAMS		(96 * 1024)	/* name-value bytes */
 #define FCGI_MAX_STDIN		(80 * 1024)	/* body bytes; the API's own

@@ -103,7 +103,7 @@ void http_phase(struct http_request *r, enum http_phase phase);
 
 /*
  * A reply decided from the request's parameters alone: the same bytes
- * whether a worker sends it through libfcgi (http_send) or the master's
+ * whether a worker sends it (http_send) or the master's
  * status socket frames it (admin.c). Error bodies are {"error":"code"}.
  */
 struct http_answer {
