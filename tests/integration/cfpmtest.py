@@ -1400,3 +1400,44 @@ def main(body):
         except Exception:
             tap.diag(traceback.format_exc())
     sys.exit(tap.done())
+
+
+def fcgi_exact(address, params, timeout=10):
+    """One FastCGI responder request to the unix socket address carrying
+    exactly params (a dict of str), nothing added: no REQUEST_URI unless
+    given, as a monitoring client talking to a status socket sends it.
+    Returns a Response (status 200 when the reply has no Status line, as
+    a web server reads a CGI reply)."""
+    import io
+    t0 = time.monotonic()
+    msg = b"".join([_fcgi_record(FCGI_BEGIN_REQUEST,
+                                 struct.pack("!HB5x", 1, 0)),
+                    _fcgi_record(FCGI_PARAMS, _fcgi_params(params)),
+                    _fcgi_record(FCGI_PARAMS, b""),
+                    _fcgi_record(FCGI_STDIN, b"")])
+    out = []
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(address)
+            s.sendall(msg)
+            f = s.makefile("rb")
+            while True:
+                head = f.read(8)
+                if len(head) < 8:
+                    break
+                _, rtype, _, clen, plen, _ = struct.unpack("!BBHHBB", head)
+                content = f.read(clen + plen)[:clen]
+                if rtype == FCGI_END_REQUEST:
+                    break
+                if rtype == FCGI_STDOUT:
+                    out.append(content)
+    except OSError as e:
+        return Timeout(repr(e), time.monotonic() - t0)
+    fp = io.BytesIO(b"".join(out))
+    fields = http.client.parse_headers(fp)
+    code, _, reason = (fields.get("Status") or "200 OK").partition(" ")
+    return Response(int(code) if code.isdigit() else 0, reason,
+                    [(k, v) for k, v in fields.items()
+                     if k.lower() != "status"], fp.read(),
+                    time.monotonic() - t0)
