@@ -249,77 +249,70 @@ test_race(struct scoreboard *sb)
 	munmap(stop, sizeof(*stop));
 }
 
-static void
-peak_totals(struct scoreboard *sb, struct sb_totals *t)
-{
-	memset(t, 0, sizeof(*t));
-	scoreboard_totals(sb, t);
-}
+#define T_RELEASE	(-1)	/* a step: the master releases the slot */
+#define T_CLAIM		(-2)	/* a step: the master claims it again */
 
-/* The peaks by hand: each transition, and a worker dying in a request. */
+/* The peaks by hand: each transition, and a worker dying in a request.
+ * After each step the totals must be exactly these. */
 static void
 test_peaks(struct scoreboard *sb)
 {
-	struct sb_slot *a = &sb->slots[0], *b = &sb->slots[1],
-	    *c = &sb->slots[2];
+	static const struct {
+		int		 slot, phase;	/* or T_RELEASE, T_CLAIM */
+		int		 active;
+		unsigned	 max;
+		unsigned	 reached;
+		const char	*what;
+	} steps[] = {
+		{ 0, SB_IDLE, 0, 0, 0, "an idle worker is not counted" },
+		{ 1, SB_IDLE, 0, 0, 0, "nor two" },
+		{ 2, SB_IDLE, 0, 0, 0, "nor three" },
+		{ 0, SB_READING, 1, 1, 0, "one enters" },
+		{ 1, SB_READING, 2, 2, 0, "two in a request: peak 2" },
+		{ 0, SB_AUTH, 2, 2, 0, "its phases within a request" },
+		{ 0, SB_DB, 2, 2, 0, "count once" },
+		{ 0, SB_WRITING, 2, 2, 0, "whatever they are" },
+		{ 1, SB_IDLE, 1, 2, 0, "one leaves: the peak stays" },
+		{ 1, SB_READING, 2, 2, 0, "it enters again" },
+		{ 2, SB_READING, 3, 3, 1, "all 3 of max_children busy: "
+		    "reached once" },
+		{ 2, SB_DB, 3, 3, 1, "staying full is the same time" },
+		{ 2, SB_IDLE, 2, 3, 1, "a free moment" },
+		{ 2, SB_READING, 3, 3, 2, "full again: reached twice" },
+		{ 1, T_RELEASE, 2, 3, 2, "a worker that died in a request is "
+		    "off the count once the master releases its slot" },
+		{ 1, T_CLAIM, 2, 3, 2, "its replacement starts" },
+		{ 1, T_RELEASE, 2, 3, 2, "and fails: a slot never busy "
+		    "changes nothing" },
+		{ 0, SB_IDLE, 1, 3, 2, "one idle" },
+		{ 2, SB_EXITING, 0, 3, 2, "one exiting: none in a request, "
+		    "the peaks kept" },
+	};
 	struct sb_totals t;
+	struct sb_slot *s;
+	size_t i;
 
 	memset(&sb->totals, 0, sizeof(sb->totals));
 	scoreboard_set_max_children(sb, 3);
-	scoreboard_claim(a, 1, 1, 1);
-	scoreboard_claim(b, 1, 1, 1);
-	scoreboard_claim(c, 1, 1, 1);
-	sb_worker_phase(sb, a, SB_IDLE);
-	sb_worker_phase(sb, b, SB_IDLE);
-	sb_worker_phase(sb, c, SB_IDLE);
-	peak_totals(sb, &t);
-	ok(t.active == 0 && t.max_active == 0, "peaks: idle workers are not "
-	    "counted");
-	sb_worker_phase(sb, a, SB_READING);
-	sb_worker_phase(sb, b, SB_READING);
-	peak_totals(sb, &t);
-	ok(t.active == 2 && t.max_active == 2, "peaks: two enter: 2 now, "
-	    "peak 2");
-	sb_worker_phase(sb, a, SB_AUTH);
-	sb_worker_phase(sb, a, SB_DB);
-	sb_worker_phase(sb, a, SB_WRITING);
-	peak_totals(sb, &t);
-	is_int(t.active, 2, "peaks: phases within a request count once");
-	sb_worker_phase(sb, b, SB_IDLE);
-	peak_totals(sb, &t);
-	ok(t.active == 1 && t.max_active == 2, "peaks: one leaves: 1 now, "
-	    "the peak stays 2");
-	sb_worker_phase(sb, b, SB_READING);
-	sb_worker_phase(sb, c, SB_READING);
-	peak_totals(sb, &t);
-	ok(t.active == 3 && t.max_active == 3 && t.max_children_reached == 1,
-	    "peaks: all 3 of max_children busy: peak 3, reached once");
-	sb_worker_phase(sb, c, SB_DB);
-	peak_totals(sb, &t);
-	is_int(t.max_children_reached, 1, "peaks: staying full is the same "
-	    "time");
-	sb_worker_phase(sb, c, SB_IDLE);
-	sb_worker_phase(sb, c, SB_READING);
-	peak_totals(sb, &t);
-	ok(t.active == 3 && t.max_children_reached == 2, "peaks: full again "
-	    "after a free moment: reached twice");
-	/* b dies in its request (SIGKILL): the master releases its slot. */
-	scoreboard_release(sb, b);
-	peak_totals(sb, &t);
-	ok(t.active == 2 && t.max_active == 3, "peaks: a worker that died in "
-	    "a request is off the count once reaped");
-	scoreboard_claim(b, 1, 1, 1);
-	scoreboard_release(sb, b);	/* a fork that failed: never busy */
-	peak_totals(sb, &t);
-	is_int(t.active, 2, "peaks: releasing a slot never busy changes "
-	    "nothing");
-	sb_worker_phase(sb, a, SB_IDLE);
-	sb_worker_phase(sb, c, SB_EXITING);
-	peak_totals(sb, &t);
-	ok(t.active == 0 && t.max_active == 3 && t.max_children_reached == 2,
-	    "peaks: all gone idle or exiting: 0 now, the peaks kept");
-	scoreboard_release(sb, a);
-	scoreboard_release(sb, c);
+	for (i = 0; i < 3; i++)
+		scoreboard_claim(&sb->slots[i], 1, 1, 1);
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		s = &sb->slots[steps[i].slot];
+		if (steps[i].phase == T_RELEASE)
+			scoreboard_release(sb, s);
+		else if (steps[i].phase == T_CLAIM)
+			scoreboard_claim(s, 1, 1, 1);
+		else
+			sb_worker_phase(sb, s, steps[i].phase);
+		memset(&t, 0, sizeof(t));
+		scoreboard_totals(sb, &t);
+		ok(t.active == steps[i].active && t.max_active == steps[i].max &&
+		    t.max_children_reached == steps[i].reached, "peaks: %s "
+		    "(now %d, peak %u, reached %u)", steps[i].what,
+		    steps[i].active, steps[i].max, steps[i].reached);
+	}
+	scoreboard_release(sb, &sb->slots[0]);
+	scoreboard_release(sb, &sb->slots[2]);
 }
 
 /* A barrier for worker processes: the n-th arrival of round k lets all
@@ -375,7 +368,8 @@ test_peaks_race(struct scoreboard *sb)
 		if (waitpid(pids[i], &status, 0) != pids[i] ||
 		    !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 			bad++;
-	peak_totals(sb, &t);
+	memset(&t, 0, sizeof(t));
+	scoreboard_totals(sb, &t);
 	is_int(bad, 0, "peaks race: %d workers ran %d rounds",
 	    T_PEAK_WORKERS, T_PEAK_ROUNDS);
 	is_int(t.max_active, T_PEAK_WORKERS, "peaks race: the most at once "
