@@ -68,7 +68,9 @@
  * active reach scoreboard->max_children (pm.max_children: every worker
  * busy, the next connection waits in the listen queue), it counts one
  * max_children_reached: once per time the pool fills up, as PHP-FPM
- * counts the limit once until the pool is below it again. The slot's
+ * counts the limit once until the pool is below it again (while a
+ * reload's new workers overlap the old ones, the pool holds more than
+ * pm.max_children and reaching it is counted all the same). The slot's
  * phase says whether its worker is counted: entering stores the busy
  * phase before the add, leaving subtracts before it stores the idle
  * one, and the master takes a worker that died inside a request (a

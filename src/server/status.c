@@ -25,7 +25,6 @@
 #define STATUS_MAX_NAME		64	/* an item's name in any format */
 #define STATUS_MAX_VALUE	64	/* a number or a date, printed */
 #define STATUS_TEXT_KEY_COL	22	/* text values start here, as PHP-FPM's */
-#define STATUS_US		1000000	/* microseconds in a second */
 
 enum status_type {
 	STATUS_STR = 0,	/* text, already escaped by esc_text() */
