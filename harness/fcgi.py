@@ -107,8 +107,18 @@ def fcgi_request(address, method, uri, headers=None, body=b"",
     port)) with cgi_params(); strings go out as latin-1 ("\\xff" is the
     byte 0xff). Reads stdout until END_REQUEST or EOF. Returns a
     Response; a NoResponse (status 0) if nothing came back."""
+    return fcgi_exact(address, cgi_params(method, uri, headers, body,
+                                          content_length, extra),
+                      body, timeout)
+
+
+def fcgi_exact(address, params, body=b"", timeout=10):
+    """One FastCGI responder request carrying exactly params (a dict),
+    nothing added — no REQUEST_URI unless given, as a monitoring client
+    talking to a status socket sends it — and body as stdin. Returns as
+    fcgi_request (status 200 when the reply has no Status line, as a web
+    server reads a CGI reply)."""
     t0 = time.monotonic()
-    params = cgi_params(method, uri, headers, body, content_length, extra)
     msg = fcgi_record(FCGI_BEGIN_REQUEST, struct.pack("!HB5x",
                                                       FCGI_RESPONDER, 0))
     msg += _stream(FCGI_PARAMS, fcgi_params(params))

@@ -195,7 +195,9 @@ worker_on_phase(void *arg, enum http_phase phase)
 		[HTTP_PHASE_DB] = SB_DB,
 		[HTTP_PHASE_WRITING] = SB_WRITING,
 	};
-	sb_worker_phase(arg, phase_of[phase]);
+	struct worker_ctx *w = arg;
+
+	sb_worker_phase(w->sb, w->slot, phase_of[phase]);
 }
 
 /* 1 if the worker's database is usable (always, for an app without). */
@@ -259,14 +261,14 @@ worker_serve(struct worker_ctx *w, FCGX_Request *req)
 	int timeout = w->cfg->request_terminate_timeout, rc, gone;
 	int64_t start = clock_now_us(), duration, cpu;
 
-	sb_worker_phase(slot, SB_READING);
+	sb_worker_phase(w->sb, slot, SB_READING);
 	if (timeout > 0)
 		worker_timer(timeout);
 	http_request_init(&r, req);
 	r.on_phase = worker_on_phase;
-	r.phase_arg = slot;
-	sb_worker_begin(slot, r.method, strlen(r.method), r.path, r.path_len,
-	    start);
+	r.phase_arg = w;
+	sb_worker_begin(w->sb, slot, r.method, strlen(r.method), r.path,
+	    r.path_len, r.content_length, start);
 	if (w->db != NULL)
 		db_watch_client(w->db, http_client_fd(&r));
 	rc = worker_dispatch(w, &r);
@@ -280,7 +282,7 @@ worker_serve(struct worker_ctx *w, FCGX_Request *req)
 	duration = clock_now_us() - start;
 	cpu = worker_cpu_since_last();
 	sb_worker_end(slot, r.status, duration, cpu);
-	sb_worker_phase(slot, SB_IDLE);
+	sb_worker_phase(w->sb, slot, SB_IDLE);
 	worker_note_db(w);
 	scoreboard_count(w->sb, r.status);
 	worker_log_access(w->cfg, &r, duration, cpu);
@@ -438,11 +440,11 @@ worker_loop(struct worker_ctx *w, int listen_fd, unsigned long long limit)
 		log_err("%s: epoll: %s", __func__, strerror(errno));
 		return;
 	}
-	sb_worker_phase(slot, SB_IDLE);
+	sb_worker_phase(w->sb, slot, SB_IDLE);
 	(void)worker_cpu_since_last();	/* the first request counts from here */
 	worker_kick_master();		/* ready: a replacement may retire one */
 	while (!worker_stop) {
-		sb_worker_phase(slot, SB_IDLE);
+		sb_worker_phase(w->sb, slot, SB_IDLE);
 		if (!worker_wait_conn(w->db, listen_fd, slot))
 			continue;
 		if ((fd = conn_accept(listen_fd)) == -1) {
@@ -453,7 +455,7 @@ worker_loop(struct worker_ctx *w, int listen_fd, unsigned long long limit)
 			    strerror(errno));
 			break;
 		}
-		sb_worker_phase(slot, SB_READING);
+		sb_worker_phase(w->sb, slot, SB_READING);
 		worker_reopen_logs();
 		if (!conn_read_request(fd, &req, &pol))
 			continue;
@@ -461,7 +463,7 @@ worker_loop(struct worker_ctx *w, int listen_fd, unsigned long long limit)
 		conn_finish(&req);
 		worker_between_requests(slot, limit);
 	}
-	sb_worker_phase(slot, SB_EXITING);
+	sb_worker_phase(w->sb, slot, SB_EXITING);
 	FCGX_Free(&req, 1);
 }
 

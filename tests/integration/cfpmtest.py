@@ -55,8 +55,8 @@ from harness.contract import (  # noqa: E402
     SUBJECT, WWW_COMPAT, WWW_INVALID_REQUEST, WWW_INVALID_TOKEN, WWW_NONE,
     Checker, seeded_row, www_scope)
 from harness.fcgi import (  # noqa: E402
-    FCGI_BEGIN_REQUEST, FCGI_PARAMS, FCGI_STDIN, fcgi_params, fcgi_record,
-    fcgi_request)
+    FCGI_BEGIN_REQUEST, FCGI_PARAMS, FCGI_STDIN, fcgi_exact, fcgi_params,
+    fcgi_record, fcgi_request)
 from harness.http import (  # noqa: E402
     api_request, build_raw, http_raw, http_request)
 from harness.keys import (  # noqa: E402
@@ -84,8 +84,9 @@ __all__ = [
     "MAX_ID", "SCOPE", "SUBJECT", "WWW_COMPAT", "WWW_INVALID_REQUEST",
     "WWW_INVALID_TOKEN", "WWW_NONE", "Checker", "seeded_row", "www_scope",
     # harness.fcgi, harness.http, harness.keys
-    "FCGI_BEGIN_REQUEST", "FCGI_PARAMS", "FCGI_STDIN", "fcgi_params",
-    "fcgi_record", "fcgi_request", "api_request", "build_raw", "http_raw",
+    "FCGI_BEGIN_REQUEST", "FCGI_PARAMS", "FCGI_STDIN", "fcgi_exact",
+    "fcgi_params", "fcgi_record", "fcgi_request", "api_request",
+    "build_raw", "http_raw",
     "http_request", "CLAIMS_EXP_IN", "CLAIMS_NBF_AGO", "Keys", "b64url",
     "claims_json", "write_jwks",
     # harness.paths, harness.pg, harness.tap
@@ -539,3 +540,4 @@ def main(body):
         except Exception:
             tap.diag(traceback.format_exc())
     sys.exit(tap.done())
+
