@@ -527,6 +527,63 @@ test_json_summary(struct status_view *v, char *page)
 	json_decref(root);
 }
 
+
+/* Workers' expected JSON values: a string, or an integer (str NULL). */
+static const struct {
+	int		 pid;		/* T_PID + the slot */
+	const char	*key;
+	const char	*str;
+	long long	 num;
+	const char	*why;
+} json_wants[] = {
+	{ T_PID, "request method", "GET\\x0a", 0, "idle: the method escaped" },
+	{ T_PID, "state", "Idle", 0, "idle: state" },
+	{ T_PID, "requests", NULL, 3, "idle: requests" },
+	{ T_PID, "request duration", NULL, 1500, "idle: the last request's "
+	    "duration, as PHP-FPM" },
+	{ T_PID, "content length", NULL, 17, "idle: content length" },
+	{ T_PID, "start time", NULL, T_NOW - 3, "idle: worker start time" },
+	{ T_PID, "start since", NULL, 3, "idle: worker start since" },
+	{ T_PID, "user", "-", 0, "idle: user as PHP-FPM's none" },
+	{ T_PID, "script", "-", 0, "idle: script as PHP-FPM's none" },
+	{ T_PID, "last request memory", NULL, 100 * 1024, "idle: last "
+	    "request memory: the peak RSS in bytes" },
+	{ T_PID, "last request status", NULL, 200, "idle: last request "
+	    "status" },
+	{ T_PID, "last request duration", NULL, 1500, "idle: last request "
+	    "duration" },
+	{ T_PID, "rss", NULL, 10, "idle: rss" },
+	{ T_PID, "generation", NULL, 1, "idle: worker generation" },
+	{ T_PID, "database", "ok", 0, "idle: database" },
+	{ T_PID + T_BUSY, "state", "Running", 0, "busy: state" },
+	{ T_PID + T_BUSY, "phase", "Database", 0, "busy: phase" },
+	{ T_PID + T_BUSY, "request duration", NULL, 4000000, "busy: request "
+	    "duration" },
+	{ T_PID + T_BUSY, "last request memory", NULL, 0, "busy: no last "
+	    "request memory, as PHP-FPM" },
+	{ T_PID + T_BUSY, "content length", NULL, 0, "busy: no "
+	    "CONTENT_LENGTH: 0" },
+	{ T_PID + T_BUSY, "database", "down", 0, "busy: database" },
+};
+
+static void
+json_expect(json_t *procs)
+{
+	json_t *p;
+	size_t i;
+
+	for (i = 0; i < sizeof(json_wants) / sizeof(json_wants[0]); i++) {
+		p = json_pid(procs, json_wants[i].pid);
+		if (json_wants[i].str != NULL)
+			is_str(json_string_value(json_object_get(p,
+			    json_wants[i].key)), json_wants[i].str, "JSON: %s",
+			    json_wants[i].why);
+		else
+			is_int(json_int(p, json_wants[i].key),
+			    json_wants[i].num, "JSON: %s", json_wants[i].why);
+	}
+}
+
 static void
 test_json_full(struct status_view *v, char *page)
 {
@@ -566,43 +623,7 @@ test_json_full(struct status_view *v, char *page)
 	ok(strstr(page, "\"last request cpu\":46.67,") != NULL &&
 	    strstr(page, "\"last request cpu\":0.00,") != NULL,
 	    "JSON: last request cpu as PHP-FPM's %%.2f");
-	p = json_pid(procs, T_PID);
-	is_str(json_string_value(json_object_get(p, "request method")),
-	    "GET\\x0a", "JSON: the method escaped");
-	is_str(json_string_value(json_object_get(p, "state")), "Idle",
-	    "JSON: idle worker's state");
-	is_int(json_int(p, "requests"), 3, "JSON: idle worker's requests");
-	is_int(json_int(p, "request duration"), 1500, "JSON: idle: the last "
-	    "request's duration, as PHP-FPM");
-	is_int(json_int(p, "content length"), 17, "JSON: content length");
-	is_int(json_int(p, "start time"), T_NOW - 3, "JSON: worker start time");
-	is_int(json_int(p, "start since"), 3, "JSON: worker start since");
-	is_str(json_string_value(json_object_get(p, "user")), "-",
-	    "JSON: user as PHP-FPM's none");
-	is_str(json_string_value(json_object_get(p, "script")), "-",
-	    "JSON: script as PHP-FPM's none");
-	is_int(json_int(p, "last request memory"), 100 * 1024, "JSON: last "
-	    "request memory: the peak RSS in bytes");
-	is_int(json_int(p, "last request status"), 200, "JSON: last request "
-	    "status");
-	is_int(json_int(p, "last request duration"), 1500, "JSON: last "
-	    "request duration");
-	is_int(json_int(p, "rss"), 10, "JSON: rss");
-	is_int(json_int(p, "generation"), 1, "JSON: worker generation");
-	is_str(json_string_value(json_object_get(p, "database")), "ok",
-	    "JSON: idle worker's database");
-	p = json_pid(procs, T_PID + T_BUSY);
-	is_str(json_string_value(json_object_get(p, "state")), "Running",
-	    "JSON: busy worker's state");
-	is_str(json_string_value(json_object_get(p, "phase")), "Database",
-	    "JSON: busy worker's phase");
-	is_int(json_int(p, "request duration"), 4000000, "JSON: busy "
-	    "worker's request duration");
-	is_int(json_int(p, "last request memory"), 0, "JSON: busy: no last "
-	    "request memory, as PHP-FPM");
-	is_int(json_int(p, "content length"), 0, "JSON: no CONTENT_LENGTH: 0");
-	is_str(json_string_value(json_object_get(p, "database")), "down",
-	    "JSON: busy worker's database");
+	json_expect(procs);
 	p = json_pid(procs, T_PID + 2);
 	is_str(json_string_value(json_object_get(p, "request uri")),
 	    "/\\x7f\\x01\\x1f \\xe2\\x82", "JSON: a cut character escaped");
