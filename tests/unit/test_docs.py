@@ -24,12 +24,11 @@ Environment: CFPM_SRCDIR (sources), CFPM_BUILDDIR (cfpm, cfpm-token).
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from cfpmtest import TAP  # noqa: E402
+from cfpmtest import TAP, run  # noqa: E402
 
 SRCDIR = os.environ.get("CFPM_SRCDIR") or os.path.normpath(
     os.path.join(HERE, "..", ".."))
@@ -350,12 +349,6 @@ def check_entry(d, text, want_default):
 def options_of(text):
     return set(re.findall(r'(?<![\w-])(--[a-z](?:[a-z-]*[a-z])?|-[A-Za-z])'
                           r'(?![\w-])', text))
-
-
-def run(argv):
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=60)
-    return p.returncode, p.stdout.decode(), p.stderr.decode()
 
 
 # ---------------------------------------------------------------------------
