@@ -451,6 +451,11 @@ def test_deb(t, tmp):
     t.like(scripts["prerm"], r'"\$1" = remove .*\n\s*deb-systemd-invoke '
            r'stop cfpm\.service cfpm\.socket',
            "prerm stops the pool on removal")
+    rc, version, _ = run(["dpkg-deb", "-f", deb, "Version"])
+    rc2, out, _ = run([os.path.join(BUILDDIR, "cfpm"), "--version"])
+    t.ok(rc == 0 and rc2 == 0 and out.split()[-1] == version.strip(),
+         "the package's version is cfpm's (debian/changelog, configure.ac)",
+         version, out)
     rc, fields, _ = run(["dpkg-deb", "-f", deb, "Depends"])
     t.ok(rc == 0 and all(lib in fields for lib in SHLIBS) and
          "systemd-sysusers" in fields,

@@ -11,8 +11,9 @@ test_docs.py: the manual pages keep up with the code (TAP).
 - Every option `cfpm --help` lists is in cfpm(8)'s OPTIONS and the other
   way round; every option of each `cfpm-token COMMAND -h` is in that
   command's entry of cfpm-token(1), and the page names no other.
-- Each page renders without a warning (groff -ww, man --warnings) where
-  groff and man are installed.
+- Each page names the version cfpm --version prints and renders without
+  a warning (groff -ww, man --warnings) where groff and man are
+  installed.
 Negative controls run the same checks on a table with an invented key and
 on a page without one key: both must be reported.
 
@@ -445,7 +446,13 @@ def test_token_options(t):
 
 def test_rendering(t):
     groff, man = shutil.which("groff"), shutil.which("man")
+    rc, out, _ = run([os.path.join(BUILDDIR, "cfpm"), "--version"])
+    version = out.split()[-1] if rc == 0 and out.split() else "?"
     for rel in PAGES:
+        th = re.search(r'^\.TH (.*)$', read(rel), re.M)
+        t.ok(th and ('"cfpm %s"' % version) in th.group(1),
+             "%s: .TH names cfpm %s (cfpm --version)" % (rel, version),
+             th.group(0) if th else "no .TH")
         path = os.path.join(SRCDIR, rel)
         if groff is None:
             t.skip("%s: groff -ww -man" % rel, "groff not installed")
