@@ -103,10 +103,8 @@ def _parse(stdout, elapsed):
     return Response(status, reason, hl, rbody, elapsed)
 
 
-def _request_bytes(method, uri, headers, body, content_length, extra,
-                   flags=0):
-    """A whole request's records."""
-    params = cgi_params(method, uri, headers, body, content_length, extra)
+def _request_bytes(params, body, flags=0):
+    """A whole request's records: params (a dict), body as stdin."""
     msg = fcgi_record(FCGI_BEGIN_REQUEST, struct.pack("!HB5x",
                                                       FCGI_RESPONDER, flags))
     msg += _stream(FCGI_PARAMS, fcgi_params(params))
@@ -143,8 +141,19 @@ def fcgi_request(address, method, uri, headers=None, body=b"",
     port)) with cgi_params(); strings go out as latin-1 ("\\xff" is the
     byte 0xff). Reads stdout until END_REQUEST or EOF. Returns a
     Response; a NoResponse (status 0) if nothing came back."""
+    return fcgi_exact(address, cgi_params(method, uri, headers, body,
+                                          content_length, extra),
+                      body, timeout)
+
+
+def fcgi_exact(address, params, body=b"", timeout=10):
+    """One FastCGI responder request carrying exactly params (a dict),
+    nothing added — no REQUEST_URI unless given, as a monitoring client
+    talking to a status socket sends it — and body as stdin. Returns as
+    fcgi_request (status 200 when the reply has no Status line, as a web
+    server reads a CGI reply)."""
     t0 = time.monotonic()
-    msg = _request_bytes(method, uri, headers, body, content_length, extra)
+    msg = _request_bytes(params, body)
     stdout = b""
     s = None
     try:
@@ -190,7 +199,7 @@ class KeptConnection:
         """Writes one request; False if the write failed (closed)."""
         try:
             self.sock.sendall(_request_bytes(
-                method, uri, headers, body, None, extra,
+                cgi_params(method, uri, headers, body, None, extra), body,
                 FCGI_KEEP_CONN if keep else 0))
             return True
         except OSError:

@@ -24,7 +24,6 @@
 
 /* A status request is parameters only; a body is refused, not read. */
 #define ADMIN_MAX_IN		(FCGI_MAX_PARAMS + 16 * 1024)
-#define ADMIN_MAX_QUERY		256	/* the query's start, for the format */
 #define ADMIN_ACCEPTS		(2 * ADMIN_MAX_CONNS)	/* per wake-up */
 
 struct admin_conn {
@@ -39,9 +38,8 @@ struct admin_conn {
 
 /* The request, as the page needs it (values point into a->params). */
 struct admin_req {
-	const unsigned char	*method, *path;
-	size_t			 method_len, path_len;
-	char			 query[ADMIN_MAX_QUERY];
+	const unsigned char	*method, *path, *query;
+	size_t			 method_len, path_len, query_len;
 };
 
 struct admin {
@@ -178,27 +176,39 @@ admin_is(const unsigned char *v, size_t len, const char *s)
 	return http_path_is((const char *)v, len, s);
 }
 
-/* Method, path and query from REQUEST_METHOD and REQUEST_URI. */
+/*
+ * Method, path and query as PHP-FPM takes them: the path is SCRIPT_NAME
+ * (what an exporter talking FastCGI to this socket sends, with no
+ * REQUEST_URI), or REQUEST_URI's path when SCRIPT_NAME is absent or
+ * empty; the query is QUERY_STRING, or what follows '?' in REQUEST_URI
+ * when there is no QUERY_STRING. Absent values are empty.
+ */
 static void
 admin_request(const unsigned char *params, size_t plen, struct admin_req *q)
 {
 	const unsigned char *uri, *mark;
-	size_t ulen, qlen;
+	size_t ulen = 0;
 
 	memset(q, 0, sizeof(*q));
 	q->method = fcgi_param(params, plen, "REQUEST_METHOD", &q->method_len);
-	if ((uri = fcgi_param(params, plen, "REQUEST_URI", &ulen)) == NULL)
-		return;
-	mark = memchr(uri, '?', ulen);
-	q->path = uri;
-	q->path_len = mark ? (size_t)(mark - uri) : ulen;
-	if (mark == NULL)
-		return;
-	qlen = ulen - q->path_len - 1;
-	if (qlen >= sizeof(q->query))
-		qlen = sizeof(q->query) - 1;
-	memcpy(q->query, mark + 1, qlen);
-	q->query[qlen] = '\0';
+	q->path = fcgi_param(params, plen, "SCRIPT_NAME", &q->path_len);
+	q->query = fcgi_param(params, plen, "QUERY_STRING", &q->query_len);
+	uri = fcgi_param(params, plen, "REQUEST_URI", &ulen);
+	mark = uri ? memchr(uri, '?', ulen) : NULL;
+	if (q->path == NULL || q->path_len == 0) {
+		q->path = uri;
+		q->path_len = mark ? (size_t)(mark - uri) : ulen;
+	}
+	if (q->query == NULL && mark != NULL) {
+		q->query = mark + 1;
+		q->query_len = ulen - (size_t)(mark + 1 - uri);
+	}
+	if (q->method == NULL)
+		q->method = (const unsigned char *)"";
+	if (q->path == NULL)
+		q->path = (const unsigned char *)"";
+	if (q->query == NULL)
+		q->query = (const unsigned char *)"";
 }
 
 /* The status page into ans, or 404/405/500 (the workers' replies). */
@@ -222,7 +232,7 @@ admin_status_page(const struct admin_ctx *x, const struct admin_req *q,
 		http_answer_not_allowed(ans, "GET, HEAD");
 		return;
 	}
-	status_parse_query(q->query, &fmt, &full);
+	status_parse_query((const char *)q->query, q->query_len, &fmt, &full);
 	x->fill(&v, x->arg);
 	n = status_render(&v, fmt, full, x->a->page, sizeof(x->a->page));
 	if (n < 0) {
@@ -231,7 +241,7 @@ admin_status_page(const struct admin_ctx *x, const struct admin_req *q,
 	}
 	ans->status = 200;
 	ans->content_type = status_content_type(fmt);
-	ans->headers = "Cache-Control: no-cache\r\n";
+	ans->headers = HTTP_NO_CACHE;	/* PHP-FPM's */
 	ans->body = x->a->page;
 	ans->len = (size_t)n;
 }

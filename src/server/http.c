@@ -221,7 +221,7 @@ http_answer_ping(struct http_answer *a, const struct config *cfg,
 	}
 	a->status = 200;
 	a->content_type = "text/plain";
-	a->headers = NULL;
+	a->headers = HTTP_NO_CACHE;
 	a->body = cfg->ping_response;
 	a->len = strlen(cfg->ping_response);
 	return 1;

@@ -18,6 +18,10 @@
 #define HTTP_MAX_ERROR_CODE	40	/* "method_not_allowed", ... */
 #define HTTP_MAX_ALLOW		32	/* an Allow header's methods */
 
+/* What PHP-FPM sends with its ping and status pages: never cached. */
+#define HTTP_NO_CACHE	"Expires: Thu, 01 Jan 1970 00:00:00 GMT\r\n" \
+	"Cache-Control: no-cache, no-store, must-revalidate, max-age=0\r\n"
+
 /* What a handler is doing, for the status page and the slow log. */
 enum http_phase {
 	HTTP_PHASE_READING = 0,	/* reading the request or its body */
@@ -126,8 +130,8 @@ void http_answer_not_allowed(struct http_answer *a, const char *allow);
 /*
  * PURE. The ping path (ping.path, PHP-FPM's): returns 1 and fills a if
  * path (len bytes, no query) is cfg->ping_path: 200 text/plain with
- * ping.response for GET and HEAD (method: mlen bytes), 405 otherwise. Returns 0 if it is not
- * the ping path or ping is off.
+ * ping.response and HTTP_NO_CACHE for GET and HEAD (method: mlen bytes),
+ * 405 otherwise. Returns 0 if it is not the ping path or ping is off.
  */
 int http_answer_ping(struct http_answer *a, const struct config *cfg,
     const char *method, size_t mlen, const char *path, size_t len);

@@ -67,7 +67,6 @@ struct master {
 	int64_t			 next_status_us;
 	int64_t			 next_watchdog_us;
 	uint64_t		 last_accepted;	/* for req/s in STATUS= */
-	unsigned		 children_reached;
 	int			 db_down;	/* "unavailable" logged */
 	int64_t			 db_lost_us;	/* first seen lost */
 	int64_t			 db_back_us;	/* last "database back" */
@@ -220,7 +219,8 @@ master_spawn(struct master *m)
 	}
 	slot = &m->sb->slots[idx];
 	/* Before fork: the worker's part is the master's until then. */
-	scoreboard_claim(slot, m->pool.generation, clock_now_us());
+	scoreboard_claim(slot, m->pool.generation, clock_now_us(),
+	    (int64_t)time(NULL));
 	args.cfg = m->cfg;
 	args.app = m->app;
 	args.shared = m->shared;
@@ -233,7 +233,7 @@ master_spawn(struct master *m)
 	switch ((pid = fork())) {
 	case -1:
 		log_err("%s: fork() failed: %s", __func__, strerror(errno));
-		scoreboard_release(slot);
+		scoreboard_release(m->sb, slot);
 		return -1;
 	case 0:
 		if (m->admin != NULL)
@@ -304,7 +304,7 @@ master_reap(struct master *m)
 		if ((idx = scoreboard_find(m->sb, pid)) == -1)
 			continue;
 		master_note_death(m, &m->sb->slots[idx], status);
-		scoreboard_release(&m->sb->slots[idx]);
+		scoreboard_release(m->sb, &m->sb->slots[idx]);
 		gone = 1;
 	}
 	if (gone && m->stop == MASTER_RUNNING)
@@ -392,6 +392,7 @@ master_reload(struct master *m)
 	    m->snap, m->sb->nslots, (unsigned)next->max_children,
 	    next->process_control_timeout, clock_now_us());
 	m->sb->totals.reloads++;
+	scoreboard_set_max_children(m->sb, (unsigned)next->max_children);
 	log_notice("reload: generation %u, %d workers", m->pool.generation,
 	    next->max_children);
 }
@@ -483,17 +484,22 @@ master_busy(const struct master *m)
 	return n;
 }
 
+/*
+ * The listen queue, sampled as PHP-FPM samples it: on every tick and at
+ * every status request. Its peak is the most any sample saw; the busy
+ * workers' peak and max_children_reached need no sampling: the workers
+ * count them as they happen (scoreboard.h, PEAKS). Sets *queued and
+ * *limit (0 when the socket cannot tell).
+ */
 static void
-master_sample(struct master *m)
+master_sample(struct master *m, unsigned *queued, unsigned *limit)
 {
-	unsigned busy = master_busy(m), queued, limit;
-	if (busy > m->sb->totals.max_active)
-		m->sb->totals.max_active = busy;
-	if (busy >= (unsigned)m->cfg->max_children)
-		m->children_reached++;
-	if (listen_queue(m->ls, &queued, &limit) == 0 &&
-	    queued > m->sb->totals.listen_queue_max)
-		m->sb->totals.listen_queue_max = queued;
+	if (listen_queue(m->ls, queued, limit) == -1) {
+		*queued = 0;
+		*limit = 0;
+	}
+	if (*queued > m->sb->totals.listen_queue_max)
+		m->sb->totals.listen_queue_max = *queued;
 }
 
 static void
@@ -597,7 +603,7 @@ static void
 master_maintain(struct master *m)
 {
 	int64_t now = clock_now_us(), wd = notify_watchdog_us();
-	unsigned n, spawned = 0;
+	unsigned n, spawned = 0, queued, limit;
 
 	master_snapshot(m);
 	for (n = pool_to_spawn(&m->pool, m->snap, m->sb->nslots, now); n > 0;
@@ -608,7 +614,7 @@ master_maintain(struct master *m)
 		master_snapshot(m);
 	master_retire(m, now);
 	master_timeouts(m, now);
-	master_sample(m);
+	master_sample(m, &queued, &limit);
 	master_db_state(m);
 	master_ready(m);
 	master_status_line(m);
@@ -657,39 +663,56 @@ master_timeout_ms(const struct master *m)
 	return MASTER_IDLE_MS;
 }
 
+/* A worker's resident size now and at its peak, from /proc/PID/status
+ * (-1 for what cannot be read). */
+static void
+master_worker_mem(pid_t pid, struct status_mem *mem)
+{
+	char path[64], line[128];
+	FILE *f;
+
+	mem->rss_kb = mem->peak_kb = -1;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "VmHWM: %ld", &mem->peak_kb) != 1)
+			(void)sscanf(line, "VmRSS: %ld", &mem->rss_kb);
+	fclose(f);
+}
+
+/* Local time's offset from UTC at t (the status page's text dates). */
+static long
+master_utc_offset(int64_t t)
+{
+	time_t when = (time_t)t;
+	struct tm tm;
+
+	return localtime_r(&when, &tm) != NULL ? tm.tm_gmtoff : 0;
+}
+
 /* Fills a status view from the scoreboard (the admin socket asks). */
 static void
 master_fill_status(struct status_view *v, void *arg)
 {
-	static long rss[MASTER_SLOTS];
+	static struct status_mem mem[MASTER_SLOTS];
 	struct master *m = arg;
-	char path[64];
-	long pages, resident;
 	unsigned i;
-	FILE *f;
 
 	memset(v, 0, sizeof(*v));
 	for (i = 0; i < m->sb->nslots; i++) {
-		rss[i] = -1;
-		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/statm",
-		    (int)m->sb->slots[i].master.pid);
-		if ((f = fopen(path, "re")) == NULL)
-			continue;
-		if (fscanf(f, "%ld %ld", &pages, &resident) == 2)
-			rss[i] = resident * (sysconf(_SC_PAGESIZE) / 1024);
-		fclose(f);
+		mem[i].rss_kb = mem[i].peak_kb = -1;
+		if (m->sb->slots[i].master.life != SB_LIFE_FREE)
+			master_worker_mem(m->sb->slots[i].master.pid, &mem[i]);
 	}
 	v->pool = m->cfg->pool_name;
 	v->sb = m->sb;
-	v->rss_kb = rss;
+	v->mem = mem;
 	v->generation = m->pool.generation;
-	v->listen_known = listen_queue(m->ls, &v->listen_queue,
-	    &v->listen_queue_len) == 0;
-	v->max_children_reached = m->children_reached;
+	master_sample(m, &v->listen_queue, &v->listen_queue_len);
 	v->now = (int64_t)time(NULL);
 	v->now_us = clock_now_us();
+	v->utc_offset = master_utc_offset;
 }
 
 /*
@@ -758,6 +781,7 @@ master_init(struct master *m, struct config *cfg,
 	    (m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
 		fatal("%s: eventfd: %s", __func__, strerror(errno));
 	m->sb->totals.start_time = (int64_t)time(NULL);
+	scoreboard_set_max_children(m->sb, (unsigned)own->max_children);
 	pool_init(&m->pool, (unsigned)own->max_children);
 	notify_init();
 	if (own->status_listen[0] != '\0' &&

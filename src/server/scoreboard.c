@@ -60,19 +60,37 @@ scoreboard_find(const struct scoreboard *sb, pid_t pid)
 }
 
 void
-scoreboard_claim(struct sb_slot *slot, unsigned generation, int64_t now_us)
+scoreboard_claim(struct sb_slot *slot, unsigned generation, int64_t now_us,
+    int64_t now_s)
 {
 	memset(slot, 0, sizeof(*slot));
 	slot->worker.phase = SB_STARTING;
+	slot->worker.req.content_length = -1;
 	slot->master.life = SB_LIFE_RUNNING;
 	slot->master.generation = generation;
 	slot->master.started_us = now_us;
+	slot->master.started_at = now_s;
+}
+
+static int
+sb_phase_busy(int phase)
+{
+	return phase >= SB_READING && phase <= SB_WRITING;
 }
 
 void
-scoreboard_release(struct sb_slot *slot)
+scoreboard_release(struct scoreboard *sb, struct sb_slot *slot)
 {
+	/* No process holds the slot: its last phase is final (PEAKS). */
+	if (sb_phase_busy(slot->worker.phase))
+		__atomic_sub_fetch(&sb->totals.active, 1, __ATOMIC_RELAXED);
 	memset(slot, 0, sizeof(*slot));
+}
+
+void
+scoreboard_set_max_children(struct scoreboard *sb, unsigned n)
+{
+	__atomic_store_n(&sb->max_children, n, __ATOMIC_RELAXED);
 }
 
 /*
@@ -149,6 +167,10 @@ scoreboard_totals(const struct scoreboard *sb, struct sb_totals *t)
 	*t = *src;	/* the master's own counters */
 	t->accepted = __atomic_load_n(&src->accepted, __ATOMIC_RELAXED);
 	t->unavailable = __atomic_load_n(&src->unavailable, __ATOMIC_RELAXED);
+	t->active = __atomic_load_n(&src->active, __ATOMIC_RELAXED);
+	t->max_active = __atomic_load_n(&src->max_active, __ATOMIC_RELAXED);
+	t->max_children_reached = __atomic_load_n(&src->max_children_reached,
+	    __ATOMIC_RELAXED);
 	for (i = 0; i < SCOREBOARD_CLASSES; i++)
 		t->by_class[i] = __atomic_load_n(&src->by_class[i],
 		    __ATOMIC_RELAXED);
@@ -157,7 +179,7 @@ scoreboard_totals(const struct scoreboard *sb, struct sb_totals *t)
 int
 scoreboard_busy(const struct sb_view *v)
 {
-	return v->phase >= SB_READING && v->phase <= SB_WRITING;
+	return sb_phase_busy(v->phase);
 }
 
 void
@@ -165,7 +187,6 @@ scoreboard_count(struct scoreboard *sb, int status)
 {
 	int class = status / 100;
 
-	__atomic_add_fetch(&sb->totals.accepted, 1, __ATOMIC_RELAXED);
 	if (class >= 1 && class < SCOREBOARD_CLASSES)
 		__atomic_add_fetch(&sb->totals.by_class[class], 1,
 		    __ATOMIC_RELAXED);
@@ -195,7 +216,7 @@ scoreboard_phase_name(int phase)
 		[SB_STARTING] = "Starting", [SB_IDLE] = "Idle",
 		[SB_READING] = "Reading", [SB_AUTH] = "Auth",
 		[SB_DB] = "Database", [SB_WRITING] = "Writing",
-		[SB_EXITING] = "Finishing",
+		[SB_EXITING] = "Exiting",
 	};
 
 	if (phase < 0 || phase > SB_EXITING)
@@ -203,10 +224,47 @@ scoreboard_phase_name(int phase)
 	return names[phase];
 }
 
-void
-sb_worker_phase(struct sb_slot *slot, enum sb_phase phase)
+/* Raises *max to at least n; another worker may be raising it too. */
+static void
+sb_raise(unsigned *max, unsigned n)
 {
-	__atomic_store_n(&slot->worker.phase, (int)phase, __ATOMIC_RELAXED);
+	unsigned seen = __atomic_load_n(max, __ATOMIC_RELAXED);
+
+	while (n > seen && !__atomic_compare_exchange_n(max, &seen, n, 1,
+	    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;	/* seen now holds the newer value: compare again */
+}
+
+void
+sb_worker_phase(struct scoreboard *sb, struct sb_slot *slot,
+    enum sb_phase phase)
+{
+	int was = sb_phase_busy(slot->worker.phase);	/* its own: no race */
+	int busy = sb_phase_busy(phase);
+	int n;
+
+	if (busy == was) {
+		__atomic_store_n(&slot->worker.phase, (int)phase,
+		    __ATOMIC_RELAXED);
+		return;
+	}
+	if (!busy) {
+		/* Leaving: off the count first, then idle (PEAKS). */
+		__atomic_sub_fetch(&sb->totals.active, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&slot->worker.phase, (int)phase,
+		    __ATOMIC_RELEASE);
+		return;
+	}
+	/* Entering: busy first, so a reaping master sees it counted. */
+	__atomic_store_n(&slot->worker.phase, (int)phase, __ATOMIC_SEQ_CST);
+	n = __atomic_add_fetch(&sb->totals.active, 1, __ATOMIC_SEQ_CST);
+	if (n <= 0)
+		return;		/* one lost to an outside SIGKILL (PEAKS) */
+	sb_raise(&sb->totals.max_active, (unsigned)n);
+	if ((unsigned)n == __atomic_load_n(&sb->max_children,
+	    __ATOMIC_RELAXED))
+		__atomic_add_fetch(&sb->totals.max_children_reached, 1,
+		    __ATOMIC_RELAXED);
 }
 
 /* The record's copy of a request field: truncated, NUL-terminated. */
@@ -220,13 +278,16 @@ sb_copy(char *dst, size_t cap, const char *src, size_t len)
 }
 
 void
-sb_worker_begin(struct sb_slot *slot, const char *method, size_t mlen,
-    const char *uri, size_t ulen, int64_t now_us)
+sb_worker_begin(struct scoreboard *sb, struct sb_slot *slot,
+    const char *method, size_t mlen, const char *uri, size_t ulen,
+    long long content_length, int64_t now_us)
 {
 	struct sb_request *q = &slot->worker.req;
 
+	__atomic_add_fetch(&sb->totals.accepted, 1, __ATOMIC_RELAXED);
 	sb_write_begin(&slot->worker.req_seq);
 	q->start_us = now_us;
+	q->content_length = content_length;
 	sb_copy(q->method, sizeof(q->method), method, mlen);
 	sb_copy(q->uri, sizeof(q->uri), uri, ulen);
 	sb_write_end(&slot->worker.req_seq);

@@ -15,9 +15,11 @@
  *    it zeroes it before fork() (scoreboard_claim) and after reaping
  *    (scoreboard_release). Any other process reads it only through
  *    scoreboard_read() and scoreboard_read_db_error().
- *  - In the totals, accepted, by_class and unavailable are the workers'
- *    atomic adds (scoreboard_count), read through scoreboard_totals();
- *    every other total is the master's.
+ *  - In the totals, accepted, by_class, unavailable, active, max_active
+ *    and max_children_reached are the workers' atomic updates
+ *    (sb_worker_begin, sb_worker_phase, scoreboard_count; see PEAKS), read
+ *    through scoreboard_totals(); every other total is the master's.
+ *    scoreboard->max_children is the master's, read by the workers.
  *
  * READING ACROSS PROCESSES. The worker's single fields (phase, ready,
  * db_ok, retire) are __atomic stores and loads, relaxed: each means
@@ -42,7 +44,8 @@
  *
  * WAITING FOR A CONNECTION. Idle workers wait in epoll on the shared
  * listen socket with EPOLLEXCLUSIVE (worker.c), one woken per connection,
- * and accept without blocking: phase SB_IDLE means "in that wait".
+ * and on the connection nginx kept to them (keep.h), and accept without
+ * blocking: phase SB_IDLE means "in that wait".
  */
 #ifndef CFPM_SCOREBOARD_H
 #define CFPM_SCOREBOARD_H
@@ -57,6 +60,26 @@
 #define SCOREBOARD_READ_TRIES	64	/* seqlock reads before giving up */
 #define SCOREBOARD_CLASSES	6	/* by_class[1..5]: 1xx..5xx */
 #define SCOREBOARD_LINE		64	/* a slot starts a cache line */
+
+/*
+ * PEAKS, counted at the event rather than sampled. A worker entering a
+ * request (a busy phase, from one that is not: sb_worker_phase) adds one
+ * to totals.active and raises totals.max_active to the result with a
+ * compare-and-swap loop; leaving subtracts one. When its add makes
+ * active reach scoreboard->max_children (pm.max_children: every worker
+ * busy, the next connection waits in the listen queue), it counts one
+ * max_children_reached: once per time the pool fills up, as PHP-FPM
+ * counts the limit once until the pool is below it again (while a
+ * reload's new workers overlap the old ones, the pool holds more than
+ * pm.max_children and reaching it is counted all the same). The slot's
+ * phase says whether its worker is counted: entering stores the busy
+ * phase before the add, leaving subtracts before it stores the idle
+ * one, and the master takes a worker that died inside a request (a
+ * crash, request_terminate_timeout's SIGKILL) off the count when it
+ * releases the slot. The one gap: an outside SIGKILL landing between a
+ * worker's phase store and its add (two adjacent instructions) leaves
+ * active one lower for good; peaks then read one low, never high.
+ */
 
 /*
  * What the master did to the slot's process (slot->master.life). There is
@@ -112,6 +135,7 @@ struct sb_by_master {
 	int		life;		/* enum sb_life */
 	unsigned	generation;	/* pool generation (reloads) */
 	int64_t		started_us;	/* fork, CLOCK_MONOTONIC */
+	int64_t		started_at;	/* fork, Unix seconds */
 	uint64_t	slow_logged;	/* request number logged as slow, 0 */
 };
 
@@ -119,6 +143,7 @@ struct sb_by_master {
 struct sb_request {
 	uint64_t	requests;	/* finished by this process */
 	int64_t		start_us;	/* current request, 0 if none */
+	int64_t		content_length;	/* current or last request's, -1 */
 	char		method[SCOREBOARD_METHOD_LEN];
 	char		uri[SCOREBOARD_URI_LEN];
 	int		last_status;
@@ -162,20 +187,24 @@ struct sb_view {
 };
 
 struct sb_totals {
-	uint64_t	accepted;		/* requests accepted */
+	uint64_t	accepted;		/* requests begun */
 	uint64_t	by_class[SCOREBOARD_CLASSES];	/* [1]..[5] */
 	uint64_t	unavailable;		/* of those, 503 */
 	uint64_t	slow;			/* over request_slowlog_timeout */
 	uint64_t	terminated;		/* over request_terminate_timeout */
 	uint64_t	respawns[SB_REASON_MAX];
 	uint64_t	reloads;
-	unsigned	max_active;		/* most busy workers seen */
+	uint64_t	max_children_reached;	/* times active reached
+						   max_children (PEAKS) */
+	int		active;			/* workers in a request now */
+	unsigned	max_active;		/* most at once (PEAKS) */
 	unsigned	listen_queue_max;	/* most queued connections seen */
 	int64_t		start_time;		/* master start, Unix seconds */
 };
 
 struct scoreboard {
 	unsigned	nslots;
+	unsigned	max_children;	/* master: pm.max_children now */
 	struct sb_totals totals;
 	struct sb_slot	slots[];
 };
@@ -198,14 +227,22 @@ int scoreboard_find(const struct scoreboard *sb, pid_t pid);
 /*
  * Master, before fork(): resets both parts of a free slot for a new
  * worker of generation (phase SB_STARTING, life SB_LIFE_RUNNING, started
- * now_us, pid still 0: the master sets it once fork() returns).
+ * now_us on the monotonic clock and now_s in Unix seconds, pid still 0:
+ * the master sets it once fork() returns).
  */
 void scoreboard_claim(struct sb_slot *slot, unsigned generation,
-    int64_t now_us);
+    int64_t now_us, int64_t now_s);
 
-/* Master, once no process holds the slot (reaped, or fork() failed):
- * clears it back to SB_LIFE_FREE. */
-void scoreboard_release(struct sb_slot *slot);
+/*
+ * Master, once no process holds the slot (reaped, or fork() failed):
+ * takes a worker that died inside a request off sb's count of requests
+ * in progress (PEAKS), then clears the slot back to SB_LIFE_FREE.
+ */
+void scoreboard_release(struct scoreboard *sb, struct sb_slot *slot);
+
+/* Master. Sets the pool size max_children_reached compares with (at
+ * start and when a reload installs a new pm.max_children). */
+void scoreboard_set_max_children(struct scoreboard *sb, unsigned n);
 
 /*
  * Any process but the slot's worker. Copies the slot into v: the master's
@@ -230,7 +267,7 @@ int scoreboard_busy(const struct sb_view *v);
  * totals (by class, and 503s on their own), atomically. */
 void scoreboard_count(struct scoreboard *sb, int status);
 
-/* A fixed name for a phase ("Idle", "Reading", ...). */
+/* A fixed name for cfpm's phase ("Idle", "Reading", "Database", ...). */
 const char *scoreboard_phase_name(int phase);
 
 /* A fixed name for a respawn reason. */
@@ -241,15 +278,22 @@ const char *scoreboard_reason_name(int reason);
  * fork(). Each is one relaxed atomic store, or one seqlock update.
  */
 
-/* Worker. Sets its phase. */
-void sb_worker_phase(struct sb_slot *slot, enum sb_phase phase);
+/*
+ * Worker. Sets its phase. Entering a request (a busy phase, from one that
+ * is not) or leaving it updates sb's requests in progress, their peak and
+ * max_children_reached, atomically (PEAKS).
+ */
+void sb_worker_phase(struct scoreboard *sb, struct sb_slot *slot,
+    enum sb_phase phase);
 
 /*
- * Worker. A request begins at now_us: records its start and the first
+ * Worker. A request begins at now_us: counts it in sb's accepted total
+ * and records its start, its CONTENT_LENGTH (-1 if none) and the first
  * bytes of its method and URI (truncated, NUL-terminated, unescaped).
  */
-void sb_worker_begin(struct sb_slot *slot, const char *method, size_t mlen,
-    const char *uri, size_t ulen, int64_t now_us);
+void sb_worker_begin(struct scoreboard *sb, struct sb_slot *slot,
+    const char *method, size_t mlen, const char *uri, size_t ulen,
+    long long content_length, int64_t now_us);
 
 /* Worker. The request ended: no current request, one more served, and
  * its status, duration and CPU as the last request's. */

@@ -1,7 +1,11 @@
 /*
- * status.h: the pool status page in PHP-FPM's vocabulary (master).
- * PURE: renders a snapshot the master assembles from the scoreboard into
- * text, JSON or OpenMetrics, optionally with one record per worker.
+ * status.h: the pool status page, PHP-FPM's (master).
+ * PURE: renders a snapshot the master assembles from the scoreboard in
+ * PHP-FPM 8.2's formats (text, JSON, XML, HTML, OpenMetrics), with every
+ * key PHP-FPM has under its name, type and meaning, and optionally one
+ * record per worker ("full"). cfpm's own figures (its phase, generation,
+ * database state, responses by class, respawns by reason, reloads) come
+ * after PHP-FPM's keys, as more keys: never instead of one.
  */
 #ifndef CFPM_STATUS_H
 #define CFPM_STATUS_H
@@ -14,24 +18,34 @@
 
 #define STATUS_MAX_REPLY	(512 * 1024)	/* rendered page limit */
 
+/* The formats, as PHP-FPM picks them from the query (status_parse_query). */
 enum status_format {
 	STATUS_TEXT = 0,
 	STATUS_JSON,
 	STATUS_OPENMETRICS,
+	STATUS_XML,
+	STATUS_HTML,
+};
+
+/* A worker's memory, read by the master from /proc (-1 unknown). */
+struct status_mem {
+	long	rss_kb;		/* resident now (VmRSS) */
+	long	peak_kb;	/* resident at its peak (VmHWM) */
 };
 
 /* Everything the page shows, gathered by the master at one moment. */
 struct status_view {
 	const char		*pool;
 	const struct scoreboard	*sb;
-	const long		*rss_kb;	/* per slot, -1 unknown */
+	const struct status_mem	*mem;		/* per slot */
 	unsigned		 generation;
-	int			 listen_known;	/* queue figures valid */
-	unsigned		 listen_queue;
+	unsigned		 listen_queue;	/* 0 when unknown, as PHP-FPM */
 	unsigned		 listen_queue_len;
-	unsigned		 max_children_reached;
 	int64_t			 now;		/* Unix seconds */
 	int64_t			 now_us;	/* monotonic */
+	/* Local time's offset from UTC at Unix time t, in seconds: the
+	 * text and HTML dates are local time, as PHP-FPM's. */
+	long			(*utc_offset)(int64_t t);
 };
 
 /* A slot's request method and URI as the page and the logs show them. */
@@ -47,16 +61,31 @@ struct status_request {
  */
 void status_request(const struct sb_view *v, struct status_request *q);
 
-/* Reads the format and "full" from a query string ("json&full"). */
-void status_parse_query(const char *query, enum status_format *fmt,
-    int *full);
+/*
+ * PURE. The format and "full" from a query string (len bytes, not
+ * NUL-terminated), as PHP-FPM reads them from $_GET: a flag is a key of
+ * the query, whatever its value ("json", "json=0", "full[]=1", "%6Ason"
+ * all count); html wins over xml, xml over json, json over openmetrics,
+ * and without any of them the page is text.
+ */
+void status_parse_query(const char *query, size_t len,
+    enum status_format *fmt, int *full);
 
-/* The Content-Type for fmt. */
+/* The Content-Type PHP-FPM sends for fmt. */
 const char *status_content_type(enum status_format fmt);
 
 /*
- * Renders v into buf (len bytes). Returns the length, or -1 if it does
- * not fit or JSON could not be built.
+ * PURE. PHP-FPM's name for a worker's state, from cfpm's phase: Idle,
+ * Reading headers, Running (checking the token, waiting for the
+ * database), Finishing (writing the reply), Ending (leaving after its
+ * last request); Starting before its first wait for a connection, which
+ * PHP-FPM has no name for.
+ */
+const char *status_state_name(int phase);
+
+/*
+ * PURE. Renders v into buf (len bytes). Returns the length, or -1 if it
+ * does not fit.
  */
 long status_render(const struct status_view *v, enum status_format fmt,
     int full, char *buf, size_t len);

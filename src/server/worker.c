@@ -212,7 +212,9 @@ worker_on_phase(void *arg, enum http_phase phase)
 		[HTTP_PHASE_DB] = SB_DB,
 		[HTTP_PHASE_WRITING] = SB_WRITING,
 	};
-	sb_worker_phase(arg, phase_of[phase]);
+	struct worker_ctx *w = arg;
+
+	sb_worker_phase(w->sb, w->slot, phase_of[phase]);
 }
 
 /* 1 if the worker's database is usable (always, for an app without). */
@@ -282,15 +284,16 @@ worker_serve(struct worker_ctx *w, int fd, const struct fcgi_request *fr,
 	int timeout = w->cfg->request_terminate_timeout, rc, gone;
 	int64_t start = clock_now_us(), duration, cpu;
 
+	sb_worker_phase(w->sb, slot, SB_READING);
 	if (timeout > 0)
 		worker_timer(timeout);
 	http_request_init(&r, fd, fr);
 	r.release = release;
 	r.write_timeout_ms = w->pol.read_timeout_ms;
 	r.on_phase = worker_on_phase;
-	r.phase_arg = slot;
-	sb_worker_begin(slot, r.method, strlen(r.method), r.path, r.path_len,
-	    start);
+	r.phase_arg = w;
+	sb_worker_begin(w->sb, slot, r.method, strlen(r.method), r.path,
+	    r.path_len, r.content_length, start);
 	if (w->db != NULL)
 		db_watch_client(w->db, fd);
 	rc = worker_dispatch(w, &r);
@@ -307,7 +310,7 @@ worker_serve(struct worker_ctx *w, int fd, const struct fcgi_request *fr,
 	duration = clock_now_us() - start;
 	cpu = worker_cpu_since_last();
 	sb_worker_end(slot, r.status, duration, cpu);
-	sb_worker_phase(slot, SB_IDLE);
+	sb_worker_phase(w->sb, slot, SB_IDLE);
 	worker_note_db(w);
 	scoreboard_count(w->sb, r.status);
 	worker_log_access(w->cfg, &r, duration, cpu);
@@ -540,7 +543,10 @@ worker_serve_conn(struct worker_ctx *w, int fd, int kept, int queued)
 	struct fcgi_request fr;
 	enum keep_end end;
 
-	sb_worker_phase(w->slot, SB_READING);
+	/* A kept connection is woken by nginx's close too: it counts as
+	 * busy (status page peaks) only once a request is there. */
+	if (!kept)
+		sb_worker_phase(w->sb, w->slot, SB_READING);
 	worker_reopen_logs();
 	switch (conn_read_request(fd, kept, &fr, &w->pol)) {
 	case CONN_READ_NOTHING:
@@ -670,7 +676,7 @@ worker_drain(struct worker_ctx *w)
 	w->draining = 1;
 	worker_release_held(w);
 	while (w->nreleased > 0) {
-		sb_worker_phase(w->slot, SB_IDLE);
+		sb_worker_phase(w->sb, w->slot, SB_IDLE);
 		worker_wait(w, &seen);
 	}
 }
@@ -685,18 +691,18 @@ worker_loop(struct worker_ctx *w, unsigned long long limit)
 	w->held = -1;
 	if (worker_epoll_init(w) == -1)
 		return;
-	sb_worker_phase(w->slot, SB_IDLE);
+	sb_worker_phase(w->sb, w->slot, SB_IDLE);
 	(void)worker_cpu_since_last();	/* the first request counts from here */
 	worker_kick_master();		/* ready: a replacement may retire one */
 	while (!worker_stop) {
-		sb_worker_phase(w->slot, SB_IDLE);
+		sb_worker_phase(w->sb, w->slot, SB_IDLE);
 		worker_wait(w, &seen);
 		if (worker_act(w, &seen) == -1)
 			break;
 		worker_between_requests(w, limit);
 	}
 	worker_drain(w);
-	sb_worker_phase(w->slot, SB_EXITING);
+	sb_worker_phase(w->sb, w->slot, SB_EXITING);
 }
 
 /* The database connection, if the application uses one, then the

@@ -56,7 +56,8 @@ from harness.contract import (  # noqa: E402
     Checker, seeded_row, www_scope)
 from harness.fcgi import (  # noqa: E402
     FCGI_BEGIN_REQUEST, FCGI_END_REQUEST, FCGI_PARAMS, FCGI_STDERR,
-    FCGI_STDIN, KeptConnection, fcgi_params, fcgi_record, fcgi_request)
+    FCGI_STDIN, KeptConnection, fcgi_exact, fcgi_params, fcgi_record,
+    fcgi_request)
 from harness.http import (  # noqa: E402
     api_request, build_raw, http_raw, http_request)
 from harness.keys import (  # noqa: E402
@@ -85,8 +86,8 @@ __all__ = [
     "WWW_INVALID_TOKEN", "WWW_NONE", "Checker", "seeded_row", "www_scope",
     # harness.fcgi, harness.http, harness.keys
     "FCGI_BEGIN_REQUEST", "FCGI_END_REQUEST", "FCGI_PARAMS", "FCGI_STDERR",
-    "FCGI_STDIN", "KeptConnection", "fcgi_params", "fcgi_record",
-    "fcgi_request", "api_request", "build_raw", "http_raw",
+    "FCGI_STDIN", "KeptConnection", "fcgi_exact", "fcgi_params",
+    "fcgi_record", "fcgi_request", "api_request", "build_raw", "http_raw",
     "http_request", "CLAIMS_EXP_IN", "CLAIMS_NBF_AGO", "Keys", "b64url",
     "claims_json", "write_jwks",
     # harness.paths, harness.pg, harness.tap
@@ -540,3 +541,4 @@ def main(body):
         except Exception:
             tap.diag(traceback.format_exc())
     sys.exit(tap.done())
+

@@ -17,10 +17,10 @@ Client bytes. Raw FastCGI requests to the pool socket carry newlines, CR,
 ESC, DEL, NUL-adjacent bytes, lone 0xff/0xc3, overlong and surrogate
 UTF-8 and long URIs in the method, the URI and REQUEST_ID, while other
 requests are held in progress by a table lock (and the master logs them
-as slow). The status page (text, JSON and OpenMetrics, full) keeps one
-line per key and one block per worker, JSON parses and lists every
-worker, the access log has exactly one line per request, and no log
-holds a raw control byte or invalid UTF-8.
+as slow). The status page (text, JSON, XML, HTML and OpenMetrics, full)
+keeps one line per key and one block per worker, JSON, XML and the
+XHTML page parse and list every worker, the access log has exactly one
+line per request, and no log holds a raw control byte or invalid UTF-8.
 """
 import json
 import os
@@ -28,6 +28,7 @@ import random
 import re
 import threading
 import time
+import xml.etree.ElementTree as ElementTree
 
 import cfpmtest as ct
 
@@ -294,17 +295,47 @@ def bad_bytes(data):
     return None
 
 
-WORKER_KEYS = ["pid", "state", "generation", "start since", "requests",
+# PHP-FPM's keys of a worker's text block, in its order, then cfpm's.
+WORKER_KEYS = ["pid", "state", "start time", "start since", "requests",
                "request duration", "request method", "request URI",
-               "last request status", "last request duration",
-               "last request cpu", "rss", "database"]
-OM_LINE = re.compile(r'^(# (TYPE|HELP) cfpm_\w+ .+|# EOF|'
-                     r'cfpm_\w+(\{\w+="[^"\\\n]*"\})? \d+)$')
+               "content length", "user", "script", "last request cpu",
+               "last request memory", "phase", "generation",
+               "last request status", "last request duration", "rss",
+               "database"]
+OM_LINE = re.compile(r'^(# (TYPE|HELP) (phpfpm|cfpm)_\w+ .+|# EOF|'
+                     r'(phpfpm|cfpm)_\w+(\{\w+="[^"\\\n]*"\})? \d+)$')
+# A text summary line: a key, then a number, a word or PHP-FPM's date.
+SUMMARY_LINE = re.compile(r"^[a-z][a-z0-9 ]*: +(\S+|\d\d/[A-Z][a-z]{2}/"
+                          r"\d{4}:\d\d:\d\d:\d\d [+-]\d{4})$")
 
 
 def status(st, query):
     return ct.fcgi_request(st.status_sock, "GET", "/status?" + query,
                            timeout=5)
+
+
+def markup_problems(r, fmt, rows):
+    """What is wrong with an XML or XHTML status page: it must parse (an
+    XML parser refuses a stray '<', '&' or U+FFFE) and hold one row per
+    worker (plus the header row in HTML)."""
+    bad = bad_bytes(r.body)
+    try:
+        root = ElementTree.fromstring(r.body)
+    except ElementTree.ParseError as e:
+        return ["%s: %s: %r" % (fmt, e, r.body[:200])]
+    if fmt == "xml":
+        total = root.findtext("total-processes")
+    else:
+        x = "{http://www.w3.org/1999/xhtml}"
+        total = [tr.findtext(x + "td") for tr in root.findall(
+            "%sbody/%stable[1]/%str" % (x, x, x))
+            if tr.findtext(x + "th") == "total processes"]
+        total = total[0] if total else None
+    n = len(root.findall(rows)) - (fmt == "html")
+    if r.status != 200 or bad or n < 1 or str(n) != total:
+        return ["%s: status %d, %s, %d rows, total %r" % (fmt, r.status,
+                                                          bad, n, total)]
+    return []
 
 
 def status_problems(st):
@@ -332,13 +363,18 @@ def status_problems(st):
         probs.append("text: status %d, %s, %d blocks, total %r" %
                      (r.status, bad, len(workers), total))
     for line in summary.split("\n"):
-        if line and not re.match(r"^[a-z][a-z0-9 ]*:( +\S+)?$|"
-                                 r"^respawns \w+ +\d+$", line):
+        if line and not SUMMARY_LINE.match(line):
             probs.append("text: summary line %r" % line)
     for w in workers:
         keys = [l.split(":", 1)[0] for l in w.rstrip("\n").split("\n")]
         if keys != WORKER_KEYS:
             probs.append("text: worker block keys %r" % keys)
+    probs += markup_problems(status(st, "xml&full"), "xml",
+                             "processes/process")
+    probs += markup_problems(status(st, "html&full"), "html",
+                             "{http://www.w3.org/1999/xhtml}body/"
+                             "{http://www.w3.org/1999/xhtml}table[2]/"
+                             "{http://www.w3.org/1999/xhtml}tr")
     r = status(st, "openmetrics&full")
     bad = bad_bytes(r.body)
     lines = r.body.decode("utf-8", "replace").rstrip("\n").split("\n")
@@ -366,6 +402,7 @@ HOSTILE = [
     ("\xffGET\x1b", "/zz%d-method2", "id%d"),
     ("\x7f", "/zz%d-del-method", "\x7f%d"),
     ("GET", "/zz%d-long-" + "\xe2\x82\xac\n" * 2000, "id%d"),
+    ("<&'\">", "/zz%d-<b>&amp;\"'\xef\xbf\xbe\xef\xbf\xbf</b>", "id%d<&>"),
     ("GET", "/zz%d-\xff\nrequest URI:          /forged-\xc0\xaf", "id%d"),
 ]
 

@@ -173,8 +173,10 @@ def test_status_busy(tap, stack):
     tap.ok(queued and st is not None, "listen queue is non-zero with "
            "requests waiting on the unix socket", repr(st))
     procs = (st or {}).get("processes", [])
-    tap.is_(sorted(p["state"] for p in procs), ["Database"] * POOL,
-            "?full shows every worker in the Database phase")
+    tap.is_(sorted(p["state"] for p in procs), ["Running"] * POOL,
+            "?full shows every worker Running (PHP-FPM's state)")
+    tap.is_(sorted(p["phase"] for p in procs), ["Database"] * POOL,
+            "?full shows every worker in the Database phase (cfpm's)")
     tap.ok(all(p["request uri"] == "/events" and
                p["request method"] == "POST" for p in procs),
            "?full shows the request of each worker")
@@ -183,8 +185,8 @@ def test_status_busy(tap, stack):
     tap.like(text.body.decode(), r"active processes:\s+%d" % POOL,
              "text status while busy")
     om = stack.get("/status?openmetrics", timeout=5)
-    tap.like(om.body.decode(), r"cfpm_active_processes %d\n(.|\n)*# EOF\n$"
-             % POOL, "openmetrics while busy, ending in # EOF")
+    tap.like(om.body.decode(), r"\nphpfpm_active_processes %d\n(.|\n)*"
+             r"# EOF\n$" % POOL, "openmetrics while busy, ending in # EOF")
     ct.Cluster.release_lock(lock)
     for t in threads:
         t.join(30)

@@ -142,18 +142,27 @@ class PgProxy:
 
 
 def check_workers(st, c, uid, gid, seccomp, what):
+    """Every worker's identity and filter, once the pool is whole: /health
+    answered by one worker says nothing of the others, which may still be
+    starting (the filter comes last in a worker's start)."""
     tap = st.tap
+    want = ([uid] * 4, [gid] * 4, "", seccomp, "1" if seccomp == "2"
+            else "0")
+
+    def mismatches():
+        bad = {}
+        for pid in c.workers():
+            s = proc_status(pid) or {}
+            got = (ids_of(s, "Uid"), ids_of(s, "Gid"), s.get("Groups"),
+                   s.get("Seccomp"), s.get("NoNewPrivs"))
+            if got != want:
+                bad[pid] = (got, want)
+        return bad
+
+    ct.wait_for(lambda: len(c.workers()) == POOL and not mismatches(), 15)
     ws = c.workers()
     tap.is_(len(ws), POOL, "%s: %d workers" % (what, POOL))
-    bad = {}
-    for pid in ws:
-        s = proc_status(pid) or {}
-        got = (ids_of(s, "Uid"), ids_of(s, "Gid"), s.get("Groups"),
-               s.get("Seccomp"), s.get("NoNewPrivs"))
-        want = ([uid] * 4, [gid] * 4, "", seccomp, "1" if seccomp == "2"
-                else "0")
-        if got != want:
-            bad[pid] = (got, want)
+    bad = mismatches()
     tap.ok(ws and not bad, "%s: every worker has Uid %d, Gid %d, no "
            "Groups, Seccomp %s" % (what, uid, gid, seccomp),
            "(got, want) per pid: %r" % bad)

@@ -63,6 +63,10 @@ test_ping(void)
 	ok(http_answer_ping(&a, &cfg, "GET", 3, "/ping", 5) == 1 &&
 	    a.status == 200 && strcmp(body_of(&a), "pong") == 0 &&
 	    strcmp(a.content_type, "text/plain") == 0, "GET /ping: pong");
+	ok(a.headers != NULL && strcmp(a.headers, "Expires: Thu, 01 Jan 1970 "
+	    "00:00:00 GMT\r\nCache-Control: no-cache, no-store, "
+	    "must-revalidate, max-age=0\r\n") == 0, "GET /ping: PHP-FPM's "
+	    "never-cache headers");
 	ok(http_answer_ping(&a, &cfg, "HEAD", 4, "/ping", 5) == 1 &&
 	    a.status == 200, "HEAD /ping: 200");
 	for (i = 0; i < sizeof(other) / sizeof(other[0]); i++)

@@ -2,10 +2,13 @@
  * test_scoreboard.c: the scoreboard's protocol (scoreboard.c): the master
  * claiming and releasing slots, the worker's writes through sb_worker_*(),
  * what a reader sees (truncation, sticky readiness, one-way retire, the
- * database error, the totals), a writer stopped mid-update, and a real
+ * database error, the totals), a writer stopped mid-update, a real
  * writer process racing a reader: every consistent copy of the request
- * record must be one record, never parts of two.
+ * record must be one record, never parts of two; and the peaks counted
+ * at the event, by hand and by worker processes meeting at a barrier:
+ * the most requests at once and every time the pool filled up, exactly.
  */
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +22,8 @@
 #define T_SLOTS		4
 #define T_READS		2000000	/* reader copies during the race */
 #define T_FILL		100	/* pattern bytes in a raced URI */
+#define T_PEAK_WORKERS	3	/* worker processes meeting at the barrier */
+#define T_PEAK_ROUNDS	200	/* times they all enter, then all leave */
 
 static void
 test_claim(struct scoreboard *sb)
@@ -27,19 +32,21 @@ test_claim(struct scoreboard *sb)
 	struct sb_slot *s = &sb->slots[1];
 
 	is_int(scoreboard_free_slot(sb), 0, "claim: slot 0 is free");
-	scoreboard_claim(&sb->slots[0], 3, 77);
+	scoreboard_claim(&sb->slots[0], 3, 77, 1700000077);
 	sb->slots[0].master.pid = 4000;
-	scoreboard_claim(s, 3, 88);
+	scoreboard_claim(s, 3, 88, 1700000088);
 	s->master.pid = 4001;
 	is_int(scoreboard_free_slot(sb), 2, "claim: the next free slot");
 	is_int(scoreboard_find(sb, 4001), 1, "find: by pid");
 	is_int(scoreboard_find(sb, 4002), -1, "find: unknown pid");
 	is_int(scoreboard_read(s, &v), 0, "read: a quiet slot reads at once");
 	ok(v.master.life == SB_LIFE_RUNNING && v.master.generation == 3 &&
-	    v.master.started_us == 88 && v.phase == SB_STARTING &&
-	    !v.ready && !v.db_ok && !v.retire && v.req.requests == 0,
-	    "claim: running, generation, start; the worker's part reset");
-	scoreboard_release(&sb->slots[0]);
+	    v.master.started_us == 88 && v.master.started_at == 1700000088 &&
+	    v.phase == SB_STARTING && !v.ready && !v.db_ok && !v.retire &&
+	    v.req.requests == 0 && v.req.content_length == -1,
+	    "claim: running, generation, start (both clocks); the worker's "
+	    "part reset");
+	scoreboard_release(sb, &sb->slots[0]);
 	is_int(scoreboard_free_slot(sb), 0, "release: free again");
 	is_int(scoreboard_find(sb, 4000), -1, "release: its pid is gone");
 }
@@ -52,22 +59,24 @@ test_worker(struct scoreboard *sb)
 	struct sb_db_error e;
 	struct sb_view v;
 
-	sb_worker_phase(s, SB_READING);
+	sb_worker_phase(sb, s, SB_READING);
 	memset(uri, 'u', sizeof(uri));
-	sb_worker_begin(s, "PROPFIND", 8, uri, sizeof(uri), 1234);
+	sb_worker_begin(sb, s, "PROPFIND", 8, uri, sizeof(uri), 42, 1234);
 	scoreboard_read(s, &v);
+	is_int(v.req.content_length, 42, "begin: the content length");
+	is_int(sb->totals.accepted, 1, "begin: one request accepted");
 	is_str(v.req.method, "PROPFIN", "begin: method cut to fit, "
 	    "terminated");
 	is_int(strlen(v.req.uri), SCOREBOARD_URI_LEN - 1, "begin: URI cut to "
 	    "fit, terminated");
 	is_int(v.req.start_us, 1234, "begin: the start");
 	ok(scoreboard_busy(&v), "busy while reading");
-	sb_worker_phase(s, SB_DB);
+	sb_worker_phase(sb, s, SB_DB);
 	scoreboard_read(s, &v);
 	ok(scoreboard_busy(&v) && v.phase == SB_DB, "busy in the Database "
 	    "phase");
 	sb_worker_end(s, 201, 900, 300);
-	sb_worker_phase(s, SB_IDLE);
+	sb_worker_phase(sb, s, SB_IDLE);
 	scoreboard_read(s, &v);
 	ok(!scoreboard_busy(&v), "idle is not busy");
 	ok(v.req.start_us == 0 && v.req.requests == 1 &&
@@ -75,7 +84,8 @@ test_worker(struct scoreboard *sb)
 	    v.req.last_cpu_us == 300, "end: no current request, one served, "
 	    "the last one's figures");
 	is_int(sb_worker_requests(s), 1, "the worker's own count");
-	sb_worker_phase(s, SB_EXITING);
+	is_int(sb->totals.active, 0, "idle again: no request in progress");
+	sb_worker_phase(sb, s, SB_EXITING);
 	scoreboard_read(s, &v);
 	ok(!scoreboard_busy(&v), "exiting is not busy");
 
@@ -140,10 +150,10 @@ test_totals(struct scoreboard *sb)
 		scoreboard_count(sb, codes[i]);
 	sb->totals.slow = 4;
 	scoreboard_totals(sb, &t);
-	ok(t.accepted == 7 && t.by_class[2] == 2 && t.by_class[4] == 1 &&
+	ok(t.accepted == 1 && t.by_class[2] == 2 && t.by_class[4] == 1 &&
 	    t.by_class[5] == 2 && t.by_class[0] == 0 && t.unavailable == 1 &&
-	    t.slow == 4, "totals: accepted, by class (none for 99 or 600), "
-	    "503s, and the master's own");
+	    t.slow == 4, "totals: accepted (at the begin, not the count), by "
+	    "class (none for 99 or 600), 503s, and the master's own");
 	is_str(scoreboard_reason_name(SB_REASON_EXIT), "exit", "reason: exit");
 	is_str(scoreboard_reason_name(SB_REASON_TERMINATE), "terminate",
 	    "reason: terminate");
@@ -151,7 +161,7 @@ test_totals(struct scoreboard *sb)
 	    "reason: out of range");
 	is_str(scoreboard_phase_name(SB_STARTING), "Starting", "phase: "
 	    "starting");
-	is_str(scoreboard_phase_name(SB_EXITING), "Finishing", "phase: "
+	is_str(scoreboard_phase_name(SB_EXITING), "Exiting", "phase: "
 	    "exiting");
 	is_str(scoreboard_phase_name(-1), "Unknown", "phase: out of range");
 }
@@ -166,7 +176,7 @@ race_uri(char *uri, size_t cap, unsigned long long k)
 }
 
 static void
-race_writer(struct sb_slot *s, const int *stop)
+race_writer(struct scoreboard *sb, struct sb_slot *s, const int *stop)
 {
 	char uri[SCOREBOARD_URI_LEN];
 	unsigned long long k;
@@ -174,7 +184,7 @@ race_writer(struct sb_slot *s, const int *stop)
 
 	for (k = 0; !__atomic_load_n(stop, __ATOMIC_RELAXED); k++) {
 		n = race_uri(uri, sizeof(uri), k);
-		sb_worker_begin(s, "GET", 3, uri, n, (int64_t)k + 1);
+		sb_worker_begin(sb, s, "GET", 3, uri, n, -1, (int64_t)k + 1);
 		sb_worker_end(s, 200, (int64_t)k + 1, 0);
 	}
 	_exit(0);
@@ -211,13 +221,13 @@ test_race(struct scoreboard *sb)
 		return;
 	}
 	*stop = 0;
-	scoreboard_claim(s, 0, 0);
+	scoreboard_claim(s, 0, 0, 0);
 	if ((pid = fork()) == -1) {
 		ok(0, "race: fork");
 		return;
 	}
 	if (pid == 0)
-		race_writer(s, stop);
+		race_writer(sb, s, stop);
 	for (i = 0; i < T_READS; i++) {
 		if (scoreboard_read(s, &v) == -1)
 			torn++;
@@ -239,6 +249,139 @@ test_race(struct scoreboard *sb)
 	munmap(stop, sizeof(*stop));
 }
 
+#define T_RELEASE	(-1)	/* a step: the master releases the slot */
+#define T_CLAIM		(-2)	/* a step: the master claims it again */
+
+/* The peaks by hand: each transition, and a worker dying in a request.
+ * After each step the totals must be exactly these. */
+static void
+test_peaks(struct scoreboard *sb)
+{
+	static const struct {
+		int		 slot, phase;	/* or T_RELEASE, T_CLAIM */
+		int		 active;
+		unsigned	 max;
+		unsigned	 reached;
+		const char	*what;
+	} steps[] = {
+		{ 0, SB_IDLE, 0, 0, 0, "an idle worker is not counted" },
+		{ 1, SB_IDLE, 0, 0, 0, "nor two" },
+		{ 2, SB_IDLE, 0, 0, 0, "nor three" },
+		{ 0, SB_READING, 1, 1, 0, "one enters" },
+		{ 1, SB_READING, 2, 2, 0, "two in a request: peak 2" },
+		{ 0, SB_AUTH, 2, 2, 0, "its phases within a request" },
+		{ 0, SB_DB, 2, 2, 0, "count once" },
+		{ 0, SB_WRITING, 2, 2, 0, "whatever they are" },
+		{ 1, SB_IDLE, 1, 2, 0, "one leaves: the peak stays" },
+		{ 1, SB_READING, 2, 2, 0, "it enters again" },
+		{ 2, SB_READING, 3, 3, 1, "all 3 of max_children busy: "
+		    "reached once" },
+		{ 2, SB_DB, 3, 3, 1, "staying full is the same time" },
+		{ 2, SB_IDLE, 2, 3, 1, "a free moment" },
+		{ 2, SB_READING, 3, 3, 2, "full again: reached twice" },
+		{ 1, T_RELEASE, 2, 3, 2, "a worker that died in a request is "
+		    "off the count once the master releases its slot" },
+		{ 1, T_CLAIM, 2, 3, 2, "its replacement starts" },
+		{ 1, T_RELEASE, 2, 3, 2, "and fails: a slot never busy "
+		    "changes nothing" },
+		{ 0, SB_IDLE, 1, 3, 2, "one idle" },
+		{ 2, SB_EXITING, 0, 3, 2, "one exiting: none in a request, "
+		    "the peaks kept" },
+	};
+	struct sb_totals t;
+	struct sb_slot *s;
+	size_t i;
+
+	memset(&sb->totals, 0, sizeof(sb->totals));
+	scoreboard_set_max_children(sb, 3);
+	for (i = 0; i < 3; i++)
+		scoreboard_claim(&sb->slots[i], 1, 1, 1);
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		s = &sb->slots[steps[i].slot];
+		if (steps[i].phase == T_RELEASE)
+			scoreboard_release(sb, s);
+		else if (steps[i].phase == T_CLAIM)
+			scoreboard_claim(s, 1, 1, 1);
+		else
+			sb_worker_phase(sb, s, steps[i].phase);
+		memset(&t, 0, sizeof(t));
+		scoreboard_totals(sb, &t);
+		ok(t.active == steps[i].active && t.max_active == steps[i].max &&
+		    t.max_children_reached == steps[i].reached, "peaks: %s "
+		    "(now %d, peak %u, reached %u)", steps[i].what,
+		    steps[i].active, steps[i].max, steps[i].reached);
+	}
+	scoreboard_release(sb, &sb->slots[0]);
+	scoreboard_release(sb, &sb->slots[2]);
+}
+
+/* A barrier for worker processes: the n-th arrival of round k lets all
+ * of that round through. */
+static void
+peak_barrier(unsigned *arrived, unsigned n, unsigned round)
+{
+	__atomic_add_fetch(arrived, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(arrived, __ATOMIC_SEQ_CST) < n * round)
+		sched_yield();
+}
+
+/*
+ * Worker processes enter a request together, wait until all are in it,
+ * leave together, wait until all are out, T_PEAK_ROUNDS times: the peak
+ * must be exactly the number of workers, and the pool must have filled
+ * up exactly once a round, with no sampling anywhere.
+ */
+static void
+test_peaks_race(struct scoreboard *sb)
+{
+	unsigned *arrived, i, k;
+	struct sb_totals t;
+	int status, bad = 0;
+	pid_t pids[T_PEAK_WORKERS];
+
+	arrived = mmap(NULL, sizeof(*arrived), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (arrived == MAP_FAILED) {
+		ok(0, "peaks race: setup");
+		return;
+	}
+	*arrived = 0;
+	memset(&sb->totals, 0, sizeof(sb->totals));
+	scoreboard_set_max_children(sb, T_PEAK_WORKERS);
+	for (i = 0; i < T_PEAK_WORKERS; i++) {
+		scoreboard_claim(&sb->slots[i], 1, 1, 1);
+		if ((pids[i] = fork()) == -1) {
+			ok(0, "peaks race: fork");
+			return;
+		}
+		if (pids[i] != 0)
+			continue;
+		for (k = 0; k < T_PEAK_ROUNDS; k++) {
+			sb_worker_phase(sb, &sb->slots[i], SB_READING);
+			peak_barrier(arrived, T_PEAK_WORKERS, 2 * k + 1);
+			sb_worker_phase(sb, &sb->slots[i], SB_IDLE);
+			peak_barrier(arrived, T_PEAK_WORKERS, 2 * k + 2);
+		}
+		_exit(0);
+	}
+	for (i = 0; i < T_PEAK_WORKERS; i++)
+		if (waitpid(pids[i], &status, 0) != pids[i] ||
+		    !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			bad++;
+	memset(&t, 0, sizeof(t));
+	scoreboard_totals(sb, &t);
+	is_int(bad, 0, "peaks race: %d workers ran %d rounds",
+	    T_PEAK_WORKERS, T_PEAK_ROUNDS);
+	is_int(t.max_active, T_PEAK_WORKERS, "peaks race: the most at once "
+	    "is exactly the workers");
+	is_int(t.max_children_reached, T_PEAK_ROUNDS, "peaks race: the pool "
+	    "filled up exactly once a round");
+	is_int(t.active, 0, "peaks race: none in a request at the end");
+	for (i = 0; i < T_PEAK_WORKERS; i++)
+		scoreboard_release(sb, &sb->slots[i]);
+	munmap(arrived, sizeof(*arrived));
+}
+
 int
 main(void)
 {
@@ -253,6 +396,8 @@ main(void)
 	test_stopped_writer(sb);
 	test_totals(sb);
 	test_race(sb);
+	test_peaks(sb);
+	test_peaks_race(sb);
 	scoreboard_destroy(sb);
 	return done_testing();
 }
