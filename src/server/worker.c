@@ -34,6 +34,7 @@
 #define WORKER_DB_RETRY_MS	500	/* idle reconnect check while down */
 #define WORKER_IDLE_CHECK_MS	2000	/* idle look at the socket anyway */
 #define WORKER_MAX_EVENTS	(KEEP_MAX_RELEASED + 4)	/* one wait's */
+#define WORKER_QUEUED_TRUST_US	10000	/* a backlog seen is trusted */
 
 static volatile sig_atomic_t worker_stop, worker_reopen;
 static int worker_epfd = -1;		/* listen, wake, database, kept */
@@ -200,6 +201,7 @@ struct worker_ctx {
 	unsigned		 held_id;	/* its last request id */
 	struct worker_released	 released[KEEP_MAX_RELEASED];
 	unsigned		 nreleased;
+	int64_t			 queued_until_us; /* worker_queued()'s */
 };
 
 /* http_phase() lands here: the slot shows what the handler is doing. */
@@ -514,18 +516,28 @@ worker_released_expire(struct worker_ctx *w)
 	return next == -1 ? -1 : (int)((next + 999) / 1000);
 }
 
-/* Is a connection waiting? (a zero-timeout look at the epoll set) */
+/*
+ * Is a connection waiting? A zero-timeout look at the epoll set. Under a
+ * backlog every connection is a new one and the answer stays yes, so a
+ * yes is trusted for WORKER_QUEUED_TRUST_US without the system call (a
+ * wrong answer only ends a connection nginx could have kept).
+ */
 static int
-worker_queued(const struct worker_ctx *w)
+worker_queued(struct worker_ctx *w)
 {
 	struct epoll_event ev[WORKER_MAX_EVENTS];
+	int64_t now = clock_now_us();
 	int n, i;
 
+	if (now < w->queued_until_us)
+		return 1;
 	n = epoll_wait(worker_epfd, ev, WORKER_MAX_EVENTS, 0);
 	for (i = 0; i < n; i++)
 		if (ev[i].data.fd == w->listen_fd ||
-		    ev[i].data.fd == w->wake_fd)
+		    ev[i].data.fd == w->wake_fd) {
+			w->queued_until_us = now + WORKER_QUEUED_TRUST_US;
 			return 1;
+		}
 	return 0;
 }
 
