@@ -40,9 +40,14 @@
  *
  * When not to keep. A reply ends the connection when nginx did not ask
  * to keep it, when the worker stops or is being recycled, and when the
- * listen socket was ready as the request was picked: connections are
- * queued, the worker's next stop is the backlog, and keeping the
- * connection would only mean releasing it a moment later.
+ * listen socket was ready as the request was picked (or a moment before:
+ * worker.c trusts a backlog it saw for a few milliseconds): connections
+ * are queued, the worker's next stop is the backlog, and keeping the
+ * connection would only mean releasing it a moment later. So under a
+ * backlog, the saturation a closed-loop benchmark measures, connections
+ * are not kept: nginx opens one per queued request, as with keep-conn
+ * off; keeping them would need a worker to hold several connections, and
+ * then a request could wait behind another on a busy worker.
  *
  * Fairness. Woken with both its kept connection and the listen socket
  * ready, a worker serves its connection (nobody else can) and passes the
