@@ -205,40 +205,17 @@ listen_bind_unix(struct listen_sock *ls, const struct listen_spec *spec)
 	return listen_unix_perms(ls, spec);
 }
 
-/* Splits "host:port", "[v6]:port" or "port" (loopback) into parts. */
-static int
-listen_split_inet(const char *spec, char *host, size_t hostlen, char *port,
-    size_t portlen)
-{
-	const char *colon;
-
-	if (spec[0] == '[') {
-		if ((colon = strstr(spec, "]:")) == NULL)
-			return -1;
-		snprintf(host, hostlen, "%.*s", (int)(colon - spec - 1),
-		    spec + 1);
-		snprintf(port, portlen, "%s", colon + 2);
-	} else if ((colon = strrchr(spec, ':')) != NULL) {
-		snprintf(host, hostlen, "%.*s", (int)(colon - spec), spec);
-		snprintf(port, portlen, "%s", colon + 1);
-	} else {
-		snprintf(host, hostlen, "127.0.0.1");
-		snprintf(port, portlen, "%s", spec);
-	}
-	return host[0] != '\0' && port[0] != '\0' ? 0 : -1;
-}
-
 static int
 listen_bind_inet(struct listen_sock *ls, const struct listen_spec *spec)
 {
 	struct addrinfo hints, *res = NULL;
 	char host[CONFIG_MAX_VALUE], port[CONFIG_MAX_VALUE];
+	char why[CONFIG_ERR_LEN];
 	int on = 1, rc;
 
-	if (listen_split_inet(spec->address, host, sizeof(host), port,
-	    sizeof(port)) == -1) {
-		log_err("%s: \"%s\" is not a path, host:port or [v6]:port",
-		    spec->key, spec->address);
+	if (config_split_address(spec->address, host, sizeof(host), port,
+	    sizeof(port), why, sizeof(why)) == -1) {
+		log_err("%s: %s", spec->key, why);
 		return -1;
 	}
 	memset(&hints, 0, sizeof(hints));
