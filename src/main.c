@@ -16,6 +16,7 @@
 #include "hello/hello.h"
 #include "server/listen.h"
 #include "server/master.h"
+#include "server/preflight.h"
 #include "server/sandbox.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -71,37 +72,6 @@ main_parse_children(const char *s)
 	return (int)v;
 }
 
-/* The unix socket owners and groups name existing users and groups. */
-static int
-main_check_owners(const struct config *cfg, const char *path, char *err,
-    size_t errlen)
-{
-	const struct {
-		const char *key, *value;
-		int group;
-	} names[] = {
-		{ "listen.owner", cfg->listen_owner, 0 },
-		{ "listen.group", cfg->listen_group, 1 },
-		{ "pm.status_listen.owner", cfg->status_owner, 0 },
-		{ "pm.status_listen.group", cfg->status_group, 1 },
-	};
-	size_t i;
-	uid_t uid;
-	gid_t gid;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (names[i].value[0] == '\0' || (names[i].group ?
-		    sandbox_group_id(names[i].value, &gid) :
-		    sandbox_user_id(names[i].value, &uid, NULL)) == 0)
-			continue;
-		snprintf(err, errlen, "%s: %s: no such %s \"%s\"",
-		    path, names[i].key, names[i].group ? "group" : "user",
-		    names[i].value);
-		return -1;
-	}
-	return 0;
-}
-
 /* What the privilege settings mean for this start, said once. */
 static void
 main_privileges_notice(const struct config *cfg,
@@ -147,11 +117,13 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return 2;
 	}
-	/* master_load_config refuses a bad user; resolved again for ids */
+	/* master_load_config refuses a bad user; resolved again for ids.
+	 * Only -t checks where the sockets go: at start they may come from
+	 * systemd, and a bind that fails says why itself. */
 	if (master_load_config(&cfg, main_apps, &app, test ? NULL : &shared,
 	    path, children, err, sizeof(err)) == -1 ||
-	    main_check_owners(&cfg, path, err, sizeof(err)) == -1 ||
-	    sandbox_resolve(&cfg, path, &ids, err, sizeof(err)) == -1) {
+	    sandbox_resolve(&cfg, path, &ids, err, sizeof(err)) == -1 ||
+	    (test && preflight_sockets(&cfg, path, err, sizeof(err)) == -1)) {
 		fprintf(stderr, "cfpm: %s\n", err);
 		return 1;
 	}
@@ -163,6 +135,7 @@ main(int argc, char *argv[])
 	/* Log files root creates belong to the workers, who reopen them. */
 	if (ids.drop)
 		log_set_file_owner(ids.uid, ids.gid);
+	log_set_syslog(cfg.syslog_ident, cfg.syslog_facility);
 	if (log_open(cfg.log_level, cfg.error_log) == -1)
 		fatal("error_log %s: %s", cfg.error_log, strerror(errno));
 	main_privileges_notice(&cfg, &ids);

@@ -27,7 +27,8 @@
 #include "util/log.h"
 #include "server/notify.h"
 #include "server/pool.h"
-#include "util/readfile.h"
+#include "server/preflight.h"
+#include "util/configfile.h"
 #include "server/sandbox.h"
 #include "server/scoreboard.h"
 #include "server/status.h"
@@ -132,17 +133,9 @@ master_load_config(struct config *cfg, const struct app *const *apps,
 	struct sandbox_ids ids;
 	const struct app *a;
 	void *trial;
-	size_t len;
-	char *text;
-	int rc;
 
 	config_defaults(cfg);
-	if ((text = readfile(path, MASTER_MAX_CONFIG, &len, err,
-	    errlen)) == NULL)
-		return -1;
-	rc = config_parse(cfg, path, text, len, err, errlen);
-	free(text);
-	if (rc == -1)
+	if (configfile_load(cfg, path, NULL, err, errlen) == -1)
 		return -1;
 	if (children > 0)
 		cfg->max_children = children;
@@ -150,7 +143,8 @@ master_load_config(struct config *cfg, const struct app *const *apps,
 		return -1;
 	/* The workers' user must exist and not be root: checked here so a
 	 * reload to a bad one is refused while the running pool serves. */
-	if (sandbox_resolve(cfg, path, &ids, err, errlen) == -1)
+	if (sandbox_resolve(cfg, path, &ids, err, errlen) == -1 ||
+	    preflight_config(cfg, &ids, path, err, errlen) == -1)
 		return -1;
 	/*
 	 * The application loads what its workers share here, once (the
@@ -378,6 +372,7 @@ master_reload(struct master *m)
 		log_warn("reload: listen and pm.status_listen changes need "
 		    "a restart; keeping the current sockets");
 	notify_send("RELOADING=1");
+	log_set_syslog(next->syslog_ident, next->syslog_facility);
 	if (log_open(next->log_level, next->error_log) == -1)
 		log_err("reload: error_log %s: %s", next->error_log,
 		    strerror(errno));

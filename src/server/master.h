@@ -13,11 +13,12 @@
 
 #define MASTER_FAST_STOP_MS	2000	/* SIGINT: then SIGKILL */
 #define MASTER_TERMINATE_GRACE_MS 2000	/* after the cancel, then SIGKILL */
-#define MASTER_MAX_CONFIG	(1024 * 1024)	/* config file size limit */
 
 /*
- * Loads path into cfg: defaults, the file, the -n override (children > 0),
- * cross-checks (the workers' user and group included: sandbox_resolve),
+ * Loads path into cfg: defaults, the file and its includes, the -n
+ * override (children > 0), cross-checks (the workers' user and group
+ * included: sandbox_resolve; socket owners and log paths:
+ * preflight_config),
  * the application cfg names (app =), found among apps (NULL-terminated:
  * main.c's) and set in *app, and what its workers share, from its load,
  * in *shared (release with (*app)->unload; shared NULL only checks it).

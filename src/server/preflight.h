@@ -1,0 +1,50 @@
+/*
+ * preflight.h: what starting would fail on, found before anything starts
+ * (master: at start, for -t and before a reload is accepted).
+ * config_validate() checks what the text alone can tell; this module asks
+ * the system: the users and groups the sockets name exist, a log file's
+ * directory exists and whoever writes and reopens the file there can,
+ * and (for -t) each socket's directory exists and a TCP host resolves.
+ */
+#ifndef CFPM_PREFLIGHT_H
+#define CFPM_PREFLIGHT_H
+
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "server/sandbox.h"
+#include "util/config.h"
+
+/*
+ * PURE. 1 if a process with uid and gid and no supplementary groups (a
+ * worker after sandbox_drop) may do want (R_OK, W_OK, X_OK bits) to a
+ * file with st's owner, group and mode, by the permission bits alone (no
+ * ACLs, no read-only mounts); uid 0 may always. 0 otherwise.
+ */
+int preflight_may(const struct stat *st, uid_t uid, gid_t gid, int want);
+
+/*
+ * What every load checks: listen.owner/group and
+ * pm.status_listen.owner/group name existing users and groups; error_log
+ * (a path) and access.log are in an existing directory that this process
+ * and, when ids->drop, the workers' uid/gid can reach and write (workers
+ * reopen both after a rotation), and an existing file there is a regular
+ * file (not a link) both can write. Returns 0, or -1 with
+ * "name: key: reason" in err (errlen bytes).
+ */
+int preflight_config(const struct config *cfg, const struct sandbox_ids *ids,
+    const char *name, char *err, size_t errlen);
+
+/*
+ * For -t, what binding the sockets needs (a socket systemd passes needs
+ * none, and -t cannot know whether it will get one): for a unix path
+ * (listen, pm.status_listen) an existing directory this process may
+ * create the socket in, and nothing but a socket at the path; for TCP a
+ * host that resolves. A socket in use is not an error: -t runs beside
+ * the server it checks. Returns 0, or -1 with "name: key: reason".
+ */
+int preflight_sockets(const struct config *cfg, const char *name, char *err,
+    size_t errlen);
+
+#endif
