@@ -1,7 +1,7 @@
 /*
  * main.c: cfpm's entry point (master process, before the pool exists).
  * Parses argv, loads and checks the configuration (the workers' user
- * included), obtains the listen socket, and hands over to master_run()
+ * included), obtains the listen sockets, and hands over to master_run()
  * with the applications cfpm is built with: the only place that knows
  * both the server and them.
  */
@@ -95,11 +95,11 @@ main(int argc, char *argv[])
 	const char *path = CFPM_DEFAULT_CONFIG;
 	char err[CONFIG_ERR_LEN];
 	struct listen_spec spec;
-	struct listen_sock ls;
+	struct listen_sock ls, status_ls;
 	struct sandbox_ids ids;
 	const struct app *app;
 	void *shared = NULL;
-	int ch, test = 0, children = 0, rc;
+	int ch, test = 0, children = 0;
 
 	while ((ch = getopt_long(argc, argv, "c:n:tRhv", main_options,
 	    NULL)) != -1) {
@@ -140,9 +140,17 @@ main(int argc, char *argv[])
 		fatal("error_log %s: %s", cfg.error_log, strerror(errno));
 	main_privileges_notice(&cfg, &ids);
 	listen_spec_pool(&cfg, &spec);
-	if ((rc = listen_from_systemd(&ls)) == -1)
+	if (listen_from_systemd(&ls, &status_ls) == -1)
 		return 1;
-	if (rc == 0 && listen_bind(&ls, &spec) == -1)
+	if (ls.fd == -1 && listen_bind(&ls, &spec) == -1)
 		return 1;
-	return master_run(&cfg, main_apps, app, shared, path, children, &ls);
+	/* The configuration decides whether there is a status page;
+	 * systemd only where its socket comes from. */
+	if (status_ls.fd != -1 && cfg.status_listen[0] == '\0') {
+		log_warn("systemd passed a status socket but pm.status_listen "
+		    "is not set: closing it");
+		listen_close(&status_ls);
+	}
+	return master_run(&cfg, main_apps, app, shared, path, children, &ls,
+	    &status_ls);
 }

@@ -733,7 +733,8 @@ master_wait(struct master *m, const sigset_t *waitmask)
 static void
 master_init(struct master *m, struct config *cfg,
     const struct app *const *apps, const struct app *app, void *shared,
-    const char *config_path, int children, struct listen_sock *ls)
+    const char *config_path, int children, struct listen_sock *ls,
+    struct listen_sock *status_ls)
 {
 	struct config *own;
 
@@ -757,21 +758,22 @@ master_init(struct master *m, struct config *cfg,
 	m->sb->totals.start_time = (int64_t)time(NULL);
 	pool_init(&m->pool, (unsigned)own->max_children);
 	notify_init();
-	if (own->status_listen[0] != '\0' &&
-	    (m->admin = admin_open(own)) == NULL)
+	if (own->status_listen[0] != '\0' && (m->admin = admin_open(own,
+	    status_ls->fd != -1 ? status_ls : NULL)) == NULL)
 		fatal("pm.status_listen %s: cannot listen", own->status_listen);
 }
 
 int
 master_run(struct config *cfg, const struct app *const *apps,
     const struct app *app, void *shared, const char *config_path,
-    int children, struct listen_sock *ls)
+    int children, struct listen_sock *ls, struct listen_sock *status_ls)
 {
 	struct master m;
 	sigset_t waitmask;
 	char where[160];
 
-	master_init(&m, cfg, apps, app, shared, config_path, children, ls);
+	master_init(&m, cfg, apps, app, shared, config_path, children, ls,
+	    status_ls);
 	master_signals(&waitmask);
 	log_notice("cfpm %s: %d workers on %s", PACKAGE_VERSION,
 	    m.cfg->max_children, listen_describe(ls, where, sizeof(where)));

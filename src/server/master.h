@@ -37,11 +37,13 @@ int master_load_config(struct config *cfg, const struct app *const *apps,
  * it needs a restart),
  * and stops gracefully (SIGTERM, SIGQUIT) or fast (SIGINT). Workers
  * inherit shared (taken over: unloaded at the end), so none loads it
- * again. Removes socket files only if cfpm created them.
+ * again. The status page (cfg->status_listen set) is served on status_ls
+ * when it holds a socket (fd != -1: systemd's), else on one bound here.
+ * Removes socket files only if cfpm created them.
  * Returns the process exit status (0 after a clean stop).
  */
 int master_run(struct config *cfg, const struct app *const *apps,
     const struct app *app, void *shared, const char *config_path,
-    int children, struct listen_sock *ls);
+    int children, struct listen_sock *ls, struct listen_sock *status_ls);
 
 #endif
