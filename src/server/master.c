@@ -38,6 +38,7 @@
 #define MASTER_TICK_MS	200	/* loop period while anything is pending */
 #define MASTER_IDLE_MS	1000	/* loop period otherwise */
 #define MASTER_STATUS_US (5 * 1000000)	/* STATUS= line period */
+#define MASTER_STATUS_LEN 1024	/* a STATUS= message */
 #define MASTER_DB_REASON_US (1 * 1000000) /* wait for a worker's reason */
 
 enum master_stop {
@@ -66,7 +67,16 @@ struct master {
 	int			 killed;	/* SIGKILL sent at deadline */
 	int64_t			 next_status_us;
 	int64_t			 next_watchdog_us;
-	uint64_t		 last_accepted;	/* for req/s in STATUS= */
+	int64_t			 last_status_us;	/* for req/s in STATUS= */
+	uint64_t		 last_accepted;
+	char			 refused[CONFIG_ERR_LEN];	/* why the last
+						   reload was refused, "" once
+						   one succeeds (STATUS=) */
+	unsigned		 db_live, db_without;	/* serving workers, and
+						   those without a database
+						   (master_db_state) */
+	int			 db_said;	/* db_without > 0 in the last
+						   STATUS= */
 	unsigned		 children_reached;
 	int			 db_down;	/* "unavailable" logged */
 	int64_t			 db_lost_us;	/* first seen lost */
@@ -342,6 +352,20 @@ master_begin_stop(struct master *m, enum master_stop how)
 }
 
 /*
+ * A reload refused: logged, and said in STATUS= (systemctl status) until
+ * a reload succeeds. systemd learns nothing else: no RELOADING=1 was
+ * sent, and ExecReload's own exit status is the unit's to decide
+ * (cfpm -t before the signal).
+ */
+static void
+master_refuse(struct master *m, const char *why)
+{
+	log_err("reload refused, pool unchanged: %s", why);
+	snprintf(m->refused, sizeof(m->refused), "%s", why);
+	m->next_status_us = 0;		/* say it now */
+}
+
+/*
  * SIGHUP / SIGUSR2: load and check the new configuration and keys first;
  * if anything is wrong the running pool is left alone.
  */
@@ -355,18 +379,19 @@ master_reload(struct master *m)
 
 	if (next == NULL || master_load_config(next, m->apps, &app, &shared,
 	    m->config_path, m->children, err, sizeof(err)) == -1) {
-		log_err("reload refused, pool unchanged: %s",
-		    next ? err : "out of memory");
+		master_refuse(m, next ? err : "out of memory");
 		free(next);
 		return;
 	}
 	if (app != m->app) {
-		log_err("reload refused, pool unchanged: app %s -> %s needs a "
-		    "restart", m->app->name, app->name);
+		snprintf(err, sizeof(err), "app %s -> %s needs a restart",
+		    m->app->name, app->name);
+		master_refuse(m, err);
 		app->unload(shared);
 		free(next);
 		return;
 	}
+	m->refused[0] = '\0';
 	if (strcmp(next->listen, m->cfg->listen) != 0 ||
 	    strcmp(next->status_listen, m->cfg->status_listen) != 0)
 		log_warn("reload: listen and pm.status_listen changes need "
@@ -489,38 +514,71 @@ master_sample(struct master *m)
 		m->sb->totals.listen_queue_max = queued;
 }
 
+/* What STATUS= leads with: a refused reload, the database's absence. */
+static void
+master_status_note(const struct master *m, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (m->refused[0] != '\0')
+		n = (size_t)snprintf(buf, len, "Reload refused: %s; ",
+		    m->refused);
+	if (m->db_without > 0 && n < len)
+		snprintf(buf + n, len - n, "Database unavailable: %u of %u "
+		    "workers without a connection (answering 503); ",
+		    m->db_without, m->db_live);
+}
+
+/*
+ * STATUS= every MASTER_STATUS_US, and at once when the database comes or
+ * goes or a reload is refused (next_status_us set to 0).
+ */
 static void
 master_status_line(struct master *m)
 {
 	int64_t now = clock_now_us();
 	unsigned total = master_live(m), busy = master_busy(m);
+	char msg[MASTER_STATUS_LEN], note[MASTER_STATUS_LEN / 2];
 	struct sb_totals t;
+	double secs;
 	uint64_t acc;
-	char msg[256];
 
+	if ((m->db_without > 0) != m->db_said)
+		m->next_status_us = 0;
 	if (now < m->next_status_us)
 		return;
 	scoreboard_totals(m->sb, &t);
 	acc = t.accepted;
-	snprintf(msg, sizeof(msg), "STATUS=Processes active: %u, idle: %u, "
-	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", busy,
+	secs = m->last_status_us ? (double)(now - m->last_status_us) / 1e6 : 0;
+	master_status_note(m, note, sizeof(note));
+	snprintf(msg, sizeof(msg), "STATUS=%sProcesses active: %u, idle: %u, "
+	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", note, busy,
 	    total - busy, (unsigned long long)acc,
 	    (unsigned long long)t.slow,
-	    m->next_status_us ? (acc - m->last_accepted) /
-	    (MASTER_STATUS_US / 1e6) : 0.0);
+	    secs > 0 ? (double)(acc - m->last_accepted) / secs : 0.0);
 	notify_send(msg);
+	m->db_said = m->db_without > 0;
 	m->last_accepted = acc;
+	m->last_status_us = now;
 	m->next_status_us = now + MASTER_STATUS_US;
 }
 
+/*
+ * READY=1 once the pool serves (pool.c: the database is not waited for),
+ * followed at once by the STATUS= line, so that systemd never shows a
+ * ready unit without saying the database is missing.
+ */
 static void
 master_ready(struct master *m)
 {
 	if (!pool_ready(&m->pool, m->snap, m->sb->nslots))
 		return;
 	notify_send("READY=1");
-	log_notice("pool ready: generation %u, %d workers", m->pool.generation,
-	    m->cfg->max_children);
+	m->next_status_us = 0;
+	log_notice("pool ready: generation %u, %d workers%s",
+	    m->pool.generation, m->cfg->max_children, m->db_without > 0 ?
+	    ", database unavailable" : "");
 }
 
 /*
@@ -558,6 +616,8 @@ master_db_state(struct master *m)
 			why = e;
 	}
 	scoreboard_totals(m->sb, &t);
+	m->db_live = live;
+	m->db_without = down;
 	if (!m->db_down && down == 0) {
 		m->db_lost_us = 0;
 		m->db_503_base = t.unavailable;

@@ -1,8 +1,10 @@
 /*
  * test_pool.c: the pool's policy (pool.c) through step-by-step scenarios:
  * start-up and readiness, a recycle, a reload during a recycle, a reload
- * during a reload, a crash during a reload and its deadline, backoff
- * growth, cap and reset, exit statuses, death reasons, a stop. Each step
+ * during a reload, a crash during a reload and its deadline, start-up,
+ * reload and recycle while the database is down (READY=1 without it, and
+ * never a connected worker retired for one that is not), backoff growth,
+ * cap and reset, exit statuses, death reasons, a stop. Each step
  * asserts exact outcomes. A small simulator plays the master's part
  * (claiming slots, signalling, reaping) with no process at all.
  */
@@ -95,14 +97,36 @@ sim_reload(struct sim *m, unsigned max_children)
 	    max_children, T_PCT, m->now);
 }
 
-/* Marks slots first..first+n-1 ready. */
+/* Marks slots first..first+n-1 serving, connected and prepared. */
 static void
 sim_ready(struct sim *m, int first, int n)
 {
 	int i;
 
 	for (i = first; i < first + n; i++)
-		m->s[i].ready = 1;
+		m->s[i].serving = m->s[i].ready = m->s[i].db_ok = 1;
+}
+
+/* Marks slots first..first+n-1 serving without a database: their first
+ * connection attempt failed and they accept all the same. */
+static void
+sim_accepting(struct sim *m, int first, int n)
+{
+	int i;
+
+	for (i = first; i < first + n; i++)
+		m->s[i].serving = 1;
+}
+
+/* The database goes away under slots first..first+n-1 (ready stays:
+ * they were prepared once). */
+static void
+sim_db_lost(struct sim *m, int first, int n)
+{
+	int i;
+
+	for (i = first; i < first + n; i++)
+		m->s[i].db_ok = 0;
 }
 
 /* A pool of max_children started and ready at time 0. */
@@ -330,6 +354,93 @@ test_crash_during_reload(void)
 }
 
 static void
+test_db_down(void)
+{
+	static const int both[] = { 0, POOL_RETIRE, 1, POOL_RETIRE, -1 };
+	static const int first[] = { 0, POOL_RECYCLE, -1 };
+	struct sim m;
+	int c = -1;
+
+	diag("database down at start: READY=1 once every worker accepts");
+	sim_init(&m, 3);
+	sim_spawn(&m, NULL);
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "db down/start: not ready "
+	    "while the workers make their first attempt");
+	sim_accepting(&m, 0, 2);
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "db down/start: not ready "
+	    "with 2 of 3 accepting");
+	sim_accepting(&m, 2, 1);
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 1, "db down/start: ready with "
+	    "3 of 3 accepting, none connected");
+	sim_ready(&m, 0, 3);
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "db down/start: the "
+	    "database's return sends nothing more");
+
+	diag("reload during an outage: the old workers have no database "
+	    "either");
+	sim_serving(&m, 2);
+	(void)pool_ready(&m.p, m.s, T_SLOTS);
+	sim_db_lost(&m, 0, 2);
+	m.now = 30 * T_S;
+	sim_reload(&m, 2);
+	is_int(sim_spawn(&m, &c), 2, "outage/reload: two new workers");
+	is_int(sim_retire(&m), 0, "outage/reload: none retires while the "
+	    "new ones start");
+	sim_accepting(&m, c, 2);
+	is_int(sim_retire(&m), 2, "outage/reload: the new ones accept: the "
+	    "old ones retire at once, not at the deadline");
+	ok(acts_are(&m, both), "outage/reload: exactly the old two, as "
+	    "reloads");
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "outage/reload: not ready "
+	    "while they leave");
+	sim_die(&m, 0, EXITED(0));
+	sim_die(&m, 1, EXITED(0));
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 1, "outage/reload: READY=1 "
+	    "once they are gone, database still down");
+	ok(m.now < 30 * T_S + (T_PCT + POOL_RELOAD_GRACE_S) * T_S,
+	    "outage/reload: before the reload deadline");
+
+	diag("reload while the old workers have the database and the new "
+	    "ones cannot connect (a wrong db.conninfo, max_connections)");
+	sim_serving(&m, 2);
+	(void)pool_ready(&m.p, m.s, T_SLOTS);
+	m.now = 40 * T_S;
+	sim_reload(&m, 2);
+	sim_spawn(&m, &c);
+	sim_accepting(&m, c, 2);
+	is_int(sim_retire(&m), 0, "no db/reload: connected workers are not "
+	    "retired for unconnected ones");
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "no db/reload: not ready");
+	m.now = m.p.reload_deadline_us;
+	is_int(sim_retire(&m), 2, "no db/reload: at the reload deadline they "
+	    "go anyway (bounded)");
+	sim_die(&m, 0, EXITED(0));
+	sim_die(&m, 1, EXITED(0));
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 1, "no db/reload: then "
+	    "READY=1");
+
+	diag("recycle during an outage, and with the database up");
+	sim_serving(&m, 2);
+	(void)pool_ready(&m.p, m.s, T_SLOTS);
+	sim_db_lost(&m, 0, 2);
+	m.s[0].retire = 1;
+	sim_spawn(&m, &c);
+	is_int(sim_retire(&m), 0, "outage/recycle: not before the "
+	    "replacement accepts");
+	sim_accepting(&m, c, 1);
+	is_int(sim_retire(&m), 1, "outage/recycle: retired once it accepts");
+	ok(acts_are(&m, first), "outage/recycle: slot 0, as a recycle");
+	sim_serving(&m, 2);
+	m.s[0].retire = 1;
+	sim_spawn(&m, &c);
+	sim_accepting(&m, c, 1);
+	is_int(sim_retire(&m), 0, "db up/recycle: a replacement without its "
+	    "connection does not retire a connected worker");
+	sim_ready(&m, c, 1);
+	is_int(sim_retire(&m), 1, "db up/recycle: it does once connected");
+}
+
+static void
 test_backoff(void)
 {
 	static const int delays[] = { 100, 200, 400, 800, 1600, 3200, 6400,
@@ -470,13 +581,25 @@ test_ready(void)
 	v.ready = 1;
 	v.phase = SB_STARTING;
 	pool_slot_from(&s, &v);
-	is_int(s.ready, 0, "view: prepared but still starting is not ready");
+	ok(s.ready == 0 && s.serving == 0, "view: prepared but still "
+	    "starting is neither serving nor ready");
 	v.phase = SB_IDLE;
 	v.retire = 1;
+	v.db_ok = 1;
 	pool_slot_from(&s, &v);
-	ok(s.ready == 1 && s.retire == 1 && s.generation == 7 &&
-	    s.started_us == 42 && s.life == SB_LIFE_RUNNING,
-	    "view: serving: ready, with its retire flag, generation, start");
+	ok(s.ready == 1 && s.serving == 1 && s.db_ok == 1 && s.retire == 1 &&
+	    s.generation == 7 && s.started_us == 42 &&
+	    s.life == SB_LIFE_RUNNING, "view: serving: ready, connected, with "
+	    "its retire flag, generation, start");
+	v.ready = 0;
+	v.db_ok = 0;
+	v.phase = SB_DB;
+	pool_slot_from(&s, &v);
+	ok(s.serving == 1 && s.ready == 0 && s.db_ok == 0, "view: serving "
+	    "(a request) without ever having connected");
+	v.phase = SB_EXITING;
+	pool_slot_from(&s, &v);
+	is_int(s.serving, 0, "view: leaving is not serving");
 }
 
 static void
@@ -506,6 +629,7 @@ main(void)
 	test_reload_during_recycle();
 	test_reload_during_reload();
 	test_crash_during_reload();
+	test_db_down();
 	test_backoff();
 	test_deaths();
 	test_ready();
