@@ -17,7 +17,11 @@ ExecStartPre / ExecReload run it (issue 14, items 2 to 4).
    with exit 1 and a file:line or file: key message; good ones, with
    includes, syslog and the alert level, exit 0.
 5. include at start: a glob of two files applied in order.
-6. error_log = syslog: cfpm in a private mount namespace whose /dev/log is
+6. The shipped files agree: cfpm.socket and cfpm-status.socket listen
+   where etc/cfpm.conf's listen and pm.status_listen say, with its owners,
+   groups and modes and the names cfpm looks for; cfpm.service takes both;
+   the nginx site reaches both paths.
+7. error_log = syslog: cfpm in a private mount namespace whose /dev/log is
    a datagram socket of this test; lines from the master and from a
    worker under its system-call filter arrive with syslog.ident,
    syslog.facility and the level as the priority. (Skipped, and said so,
@@ -416,7 +420,71 @@ def check_include_start(st):
 
 
 # ---------------------------------------------------------------------------
-# 6. error_log = syslog
+# 6. The shipped files
+
+def unit_keys(path):
+    """key -> [values] of a systemd unit file (every section)."""
+    keys = {}
+    for line in open(path):
+        line = line.strip()
+        if not line or line[0] in "#;[" or "=" not in line:
+            continue
+        k, v = line.split("=", 1)
+        keys.setdefault(k.strip(), []).append(v.strip())
+    return keys
+
+
+def conf_keys(path):
+    keys = {}
+    for line in open(path):
+        line = line.strip()
+        if not line or line[0] in ";#[" or "=" not in line:
+            continue
+        k, v = line.split("=", 1)
+        keys[k.strip()] = v.strip().strip('"')
+    return keys
+
+
+def check_shipped(st):
+    tap = st.tap
+    etc = os.path.join(ct.SRCDIR, "etc")
+    conf = conf_keys(os.path.join(etc, "cfpm.conf"))
+    pool = unit_keys(os.path.join(etc, "systemd", "cfpm.socket"))
+    status = unit_keys(os.path.join(etc, "systemd", "cfpm-status.socket"))
+    svc = unit_keys(os.path.join(etc, "systemd", "cfpm.service"))
+    site = open(os.path.join(etc, "nginx", "cfpm.conf")).read()
+    tap.is_(pool.get("ListenStream"), [conf["listen"]], "cfpm.socket "
+            "listens where cfpm.conf's listen says")
+    tap.is_(status.get("ListenStream"), [conf["pm.status_listen"]],
+            "cfpm-status.socket listens where pm.status_listen says")
+    tap.is_(status.get("FileDescriptorName"), ["status"],
+            "cfpm-status.socket names its fd \"status\"")
+    tap.ok(pool.get("FileDescriptorName", ["cfpm"]) != ["status"],
+           "cfpm.socket's fd is not named \"status\"")
+    tap.is_(status.get("Service"), ["cfpm.service"], "cfpm-status.socket "
+            "activates cfpm.service")
+    tap.is_(sorted(" ".join(svc.get("Sockets", [])).split()),
+            ["cfpm-status.socket", "cfpm.socket"], "cfpm.service takes "
+            "both sockets")
+    for unit, pre, name in ((pool, "listen", "cfpm.socket"),
+                            (status, "pm.status_listen",
+                             "cfpm-status.socket")):
+        tap.is_((unit.get("SocketUser"), unit.get("SocketGroup"),
+                 unit.get("SocketMode")),
+                ([conf[pre + ".owner"]], [conf[pre + ".group"]],
+                 [conf[pre + ".mode"]]), "%s: owner, group and mode as "
+                "%s.owner/group/mode" % (name, pre))
+    tap.ok("unix:%s;" % conf["listen"] in site and
+           "unix:%s;" % conf["pm.status_listen"] in site,
+           "the nginx site reaches both sockets")
+    tap.ok(re.search(r"location[^{]*%s[^{]*\{[^}]*fastcgi_pass "
+                     r"cfpm_status;" % re.escape(
+                         conf["pm.status_path"].lstrip("/")), site),
+           "the nginx site sends pm.status_path to the status socket")
+
+
+# ---------------------------------------------------------------------------
+# 7. error_log = syslog
 
 NS_SCRIPT = r"""
 set -e
@@ -529,6 +597,7 @@ def main(tap):
         check_status_socket_unused(st)
         check_test_table(st)
         check_include_start(st)
+        check_shipped(st)
         check_syslog(st)
 
 
