@@ -422,36 +422,27 @@ def check_include_start(st):
 # ---------------------------------------------------------------------------
 # 6. The shipped files
 
-def unit_keys(path):
-    """key -> [values] of a systemd unit file (every section)."""
+def file_keys(path):
+    """key -> [values] of a systemd unit or a cfpm.conf ("key = value"
+    lines; comments and section headers skipped; quotes dropped)."""
     keys = {}
     for line in open(path):
         line = line.strip()
         if not line or line[0] in "#;[" or "=" not in line:
             continue
         k, v = line.split("=", 1)
-        keys.setdefault(k.strip(), []).append(v.strip())
-    return keys
-
-
-def conf_keys(path):
-    keys = {}
-    for line in open(path):
-        line = line.strip()
-        if not line or line[0] in ";#[" or "=" not in line:
-            continue
-        k, v = line.split("=", 1)
-        keys[k.strip()] = v.strip().strip('"')
+        keys.setdefault(k.strip(), []).append(v.strip().strip('"'))
     return keys
 
 
 def check_shipped(st):
     tap = st.tap
     etc = os.path.join(ct.SRCDIR, "etc")
-    conf = conf_keys(os.path.join(etc, "cfpm.conf"))
-    pool = unit_keys(os.path.join(etc, "systemd", "cfpm.socket"))
-    status = unit_keys(os.path.join(etc, "systemd", "cfpm-status.socket"))
-    svc = unit_keys(os.path.join(etc, "systemd", "cfpm.service"))
+    conf = {k: v[-1] for k, v in
+            file_keys(os.path.join(etc, "cfpm.conf")).items()}
+    pool = file_keys(os.path.join(etc, "systemd", "cfpm.socket"))
+    status = file_keys(os.path.join(etc, "systemd", "cfpm-status.socket"))
+    svc = file_keys(os.path.join(etc, "systemd", "cfpm.service"))
     site = open(os.path.join(etc, "nginx", "cfpm.conf")).read()
     tap.is_(pool.get("ListenStream"), [conf["listen"]], "cfpm.socket "
             "listens where cfpm.conf's listen says")

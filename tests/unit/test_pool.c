@@ -138,6 +138,24 @@ sim_serving(struct sim *m, unsigned max_children)
 	sim_ready(m, 0, (int)max_children);
 }
 
+/*
+ * A pool of max_children serving since 0, READY=1 sent, reloaded at at_us
+ * to as many workers, and the new generation forked. Returns the first
+ * new slot.
+ */
+static int
+sim_reloaded(struct sim *m, unsigned max_children, int64_t at_us)
+{
+	int first = -1;
+
+	sim_serving(m, max_children);
+	(void)pool_ready(&m->p, m->s, T_SLOTS);
+	m->now = at_us;
+	sim_reload(m, max_children);
+	sim_spawn(m, &first);
+	return first;
+}
+
 /* 1 if act[] retires exactly the slots in want (a -1 terminated list)
  * with the action given beside each. */
 static int
@@ -153,6 +171,29 @@ acts_are(const struct sim *m, const int *want)
 		if (m->act[i] != exp[i])
 			return 0;
 	return 1;
+}
+
+/*
+ * The old workers listed in want (slot, action pairs, -1 terminated)
+ * retire now and nobody else does; READY=1 waits while they live; their
+ * exits are no respawns; READY=1 comes once they are gone.
+ */
+static void
+sim_old_leave(struct sim *m, const int *want, const char *what)
+{
+	int i, n = 0, respawns = 0;
+
+	for (i = 0; want[i] != -1; i += 2)
+		n++;
+	is_int(sim_retire(m), n, "%s: %d old workers retire", what, n);
+	ok(acts_are(m, want), "%s: exactly those, each as expected", what);
+	is_int(pool_ready(&m->p, m->s, T_SLOTS), 0, "%s: not ready while an "
+	    "old worker lives", what);
+	for (i = 0; want[i] != -1; i += 2)
+		respawns += sim_die(m, want[i], EXITED(0));
+	is_int(respawns, 0, "%s: their exits are no respawns", what);
+	is_int(pool_ready(&m->p, m->s, T_SLOTS), 1, "%s: ready when the last "
+	    "old one is gone", what);
 }
 
 static void
@@ -239,17 +280,8 @@ test_reload_during_recycle(void)
 	    "2 new workers ready");
 	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "reload/recycle: not ready");
 	sim_ready(&m, d + 1, 1);
-	is_int(sim_retire(&m), 3, "reload/recycle: all 2 new ready: A, B, C "
-	    "retire");
-	ok(acts_are(&m, want), "reload/recycle: A as a reload, not a "
-	    "recycle (the reload replaced it)");
-	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "reload/recycle: not ready "
-	    "while an old worker lives");
-	is_int(sim_die(&m, 0, EXITED(0)) + sim_die(&m, 1, EXITED(0)) +
-	    sim_die(&m, 2, EXITED(0)), 0, "reload/recycle: their exits are no "
-	    "respawns");
-	is_int(pool_ready(&m.p, m.s, T_SLOTS), 1, "reload/recycle: ready when "
-	    "the last old one is gone");
+	/* A goes as a reload, not a recycle: the reload replaced it. */
+	sim_old_leave(&m, want, "reload/recycle: all 2 new ready");
 	is_int(m.p.reload_deadline_us, 0, "reload/recycle: the reload's wait "
 	    "is over");
 	is_int(m.respawns[SB_REASON_RECYCLE], 0, "reload/recycle: A counted "
@@ -304,11 +336,7 @@ test_crash_during_reload(void)
 
 	diag("crash during a reload: backoff, and the old generation serves "
 	    "until ready or the deadline");
-	sim_serving(&m, 2);
-	(void)pool_ready(&m.p, m.s, T_SLOTS);
-	m.now = 10 * T_S;
-	sim_reload(&m, 2);
-	sim_spawn(&m, &c);			/* C (2) and D (3) */
+	c = sim_reloaded(&m, 2, 10 * T_S);	/* C (2) and D (3) */
 	m.now += 300 * T_MS;
 	is_int(sim_die(&m, c, EXITED(1)), 1, "crash/reload: C's failed start "
 	    "is a respawn");
@@ -378,35 +406,20 @@ test_db_down(void)
 
 	diag("reload during an outage: the old workers have no database "
 	    "either");
-	sim_serving(&m, 2);
-	(void)pool_ready(&m.p, m.s, T_SLOTS);
-	sim_db_lost(&m, 0, 2);
-	m.now = 30 * T_S;
-	sim_reload(&m, 2);
-	is_int(sim_spawn(&m, &c), 2, "outage/reload: two new workers");
+	c = sim_reloaded(&m, 2, 30 * T_S);
+	sim_db_lost(&m, 0, 2);			/* the old two */
+	is_int(c, 2, "outage/reload: two new workers, from slot 2");
 	is_int(sim_retire(&m), 0, "outage/reload: none retires while the "
 	    "new ones start");
 	sim_accepting(&m, c, 2);
-	is_int(sim_retire(&m), 2, "outage/reload: the new ones accept: the "
-	    "old ones retire at once, not at the deadline");
-	ok(acts_are(&m, both), "outage/reload: exactly the old two, as "
-	    "reloads");
-	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "outage/reload: not ready "
-	    "while they leave");
-	sim_die(&m, 0, EXITED(0));
-	sim_die(&m, 1, EXITED(0));
-	is_int(pool_ready(&m.p, m.s, T_SLOTS), 1, "outage/reload: READY=1 "
-	    "once they are gone, database still down");
+	/* At once, not at the deadline; READY=1 without the database. */
+	sim_old_leave(&m, both, "outage/reload: the new ones accept");
 	ok(m.now < 30 * T_S + (T_PCT + POOL_RELOAD_GRACE_S) * T_S,
 	    "outage/reload: before the reload deadline");
 
 	diag("reload while the old workers have the database and the new "
 	    "ones cannot connect (a wrong db.conninfo, max_connections)");
-	sim_serving(&m, 2);
-	(void)pool_ready(&m.p, m.s, T_SLOTS);
-	m.now = 40 * T_S;
-	sim_reload(&m, 2);
-	sim_spawn(&m, &c);
+	c = sim_reloaded(&m, 2, 40 * T_S);
 	sim_accepting(&m, c, 2);
 	is_int(sim_retire(&m), 0, "no db/reload: connected workers are not "
 	    "retired for unconnected ones");
