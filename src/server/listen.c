@@ -1,7 +1,9 @@
 /*
- * listen.c: the listen sockets (master only): the pool socket, taken from
- * systemd or bound before the first fork, and the status socket the
- * master serves itself. Both are non-blocking: workers inherit the pool
+ * listen.c: the listen sockets (master only): the pool socket and the
+ * status socket the master serves itself, each taken from systemd (told
+ * apart by LISTEN_FDNAMES) or bound before the first fork; the
+ * sd_listen_fds protocol is implemented here, without libsystemd. Both
+ * are non-blocking: workers inherit the pool
  * socket, wait for it in epoll (EPOLLEXCLUSIVE) and accept4() without
  * blocking, so one that loses the race gets EAGAIN. Also reads a socket's
  * accept queue for the status page, and removes what it created.
