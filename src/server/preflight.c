@@ -13,6 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util/log.h"
+
 int
 preflight_may(const struct stat *st, uid_t uid, gid_t gid, int want)
 {
@@ -131,9 +133,14 @@ preflight_worker_may(const char *path, const struct sandbox_ids *ids,
 }
 
 /*
- * A log file (key's value path): its directory exists; this process
- * and the workers may create files there; a file already there is a
- * regular one both may append to.
+ * A log file (key's value path): its directory exists and this process
+ * (the master opens error_log, and each worker opens access.log before
+ * it gives up root) may create files there; a file already there is a
+ * regular one it may append to. That much a start needs. Workers reopen
+ * the file after a rotation as their own user: if they cannot create it
+ * anew in dir (or append to what is there), a rotation by renaming
+ * would leave them writing to the old file; that is said as a warning,
+ * as it does not stop a start.
  */
 static int
 preflight_log(const char *key, const char *path,
@@ -141,6 +148,7 @@ preflight_log(const char *key, const char *path,
     size_t errlen)
 {
 	char dir[CONFIG_MAX_VALUE];
+	const char *bad = NULL;
 	struct stat st;
 	int exists;
 
@@ -158,15 +166,17 @@ preflight_log(const char *key, const char *path,
 		    strerror(errno));
 		return -1;
 	}
-	/* Workers reopen the file after a rotation, as their own user:
-	 * they create it anew in dir, or append to what is there. */
-	if (ids->drop && (preflight_worker_may(dir, ids, W_OK | X_OK) == -1 ||
-	    (exists && preflight_worker_may(path, ids, W_OK) == -1))) {
-		snprintf(err, errlen, "%s: %s: the workers (uid %u, gid %u) "
-		    "cannot write %s: %s", name, key, (unsigned)ids->uid,
-		    (unsigned)ids->gid, path, strerror(errno));
-		return -1;
-	}
+	if (!ids->drop)
+		return 0;
+	if (preflight_worker_may(dir, ids, W_OK | X_OK) == -1)
+		bad = dir;
+	else if (exists && preflight_worker_may(path, ids, W_OK) == -1)
+		bad = path;
+	if (bad != NULL)
+		log_warn("%s: %s: the workers (uid %u, gid %u) cannot write "
+		    "%s (%s): after a rotation they could not reopen the log",
+		    name, key, (unsigned)ids->uid, (unsigned)ids->gid, bad,
+		    strerror(errno));
 	return 0;
 }
 

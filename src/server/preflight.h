@@ -3,8 +3,9 @@
  * (master: at start, for -t and before a reload is accepted).
  * config_validate() checks what the text alone can tell; this module asks
  * the system: the users and groups the sockets name exist, a log file's
- * directory exists and whoever writes and reopens the file there can,
- * and (for -t) each socket's directory exists and a TCP host resolves.
+ * directory exists and the master can write there (and whether the
+ * workers could reopen the file after a rotation: a warning), and (for
+ * -t) each socket's directory exists and a TCP host resolves.
  */
 #ifndef CFPM_PREFLIGHT_H
 #define CFPM_PREFLIGHT_H
@@ -28,9 +29,10 @@ int preflight_may(const struct stat *st, uid_t uid, gid_t gid, int want);
  * What every load checks: listen.owner/group and
  * pm.status_listen.owner/group name existing users and groups; error_log
  * (a path) and access.log are in an existing directory that this process
- * and, when ids->drop, the workers' uid/gid can reach and write (workers
- * reopen both after a rotation), and an existing file there is a regular
- * file (not a link) both can write. Returns 0, or -1 with
+ * can write, and an existing file there is a regular file (not a link)
+ * it can write. When ids->drop and the workers' uid/gid could not reopen
+ * a log after a rotation (no write access to its directory or file), a
+ * warning is logged: that does not stop a start. Returns 0, or -1 with
  * "name: key: reason" in err (errlen bytes).
  */
 int preflight_config(const struct config *cfg, const struct sandbox_ids *ids,
