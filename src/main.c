@@ -1,7 +1,7 @@
 /*
  * main.c: cfpm's entry point (master process, before the pool exists).
  * Parses argv, loads and checks the configuration (the workers' user
- * included), obtains the listen socket, and hands over to master_run()
+ * included), obtains the listen sockets, and hands over to master_run()
  * with the applications cfpm is built with: the only place that knows
  * both the server and them.
  */
@@ -16,6 +16,7 @@
 #include "hello/hello.h"
 #include "server/listen.h"
 #include "server/master.h"
+#include "server/preflight.h"
 #include "server/sandbox.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -71,37 +72,6 @@ main_parse_children(const char *s)
 	return (int)v;
 }
 
-/* The unix socket owners and groups name existing users and groups. */
-static int
-main_check_owners(const struct config *cfg, const char *path, char *err,
-    size_t errlen)
-{
-	const struct {
-		const char *key, *value;
-		int group;
-	} names[] = {
-		{ "listen.owner", cfg->listen_owner, 0 },
-		{ "listen.group", cfg->listen_group, 1 },
-		{ "pm.status_listen.owner", cfg->status_owner, 0 },
-		{ "pm.status_listen.group", cfg->status_group, 1 },
-	};
-	size_t i;
-	uid_t uid;
-	gid_t gid;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (names[i].value[0] == '\0' || (names[i].group ?
-		    sandbox_group_id(names[i].value, &gid) :
-		    sandbox_user_id(names[i].value, &uid, NULL)) == 0)
-			continue;
-		snprintf(err, errlen, "%s: %s: no such %s \"%s\"",
-		    path, names[i].key, names[i].group ? "group" : "user",
-		    names[i].value);
-		return -1;
-	}
-	return 0;
-}
-
 /* What the privilege settings mean for this start, said once. */
 static void
 main_privileges_notice(const struct config *cfg,
@@ -125,11 +95,11 @@ main(int argc, char *argv[])
 	const char *path = CFPM_DEFAULT_CONFIG;
 	char err[CONFIG_ERR_LEN];
 	struct listen_spec spec;
-	struct listen_sock ls;
+	struct listen_sock ls, status_ls;
 	struct sandbox_ids ids;
 	const struct app *app;
 	void *shared = NULL;
-	int ch, test = 0, children = 0, rc;
+	int ch, test = 0, children = 0;
 
 	while ((ch = getopt_long(argc, argv, "c:n:tRhv", main_options,
 	    NULL)) != -1) {
@@ -147,11 +117,13 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return 2;
 	}
-	/* master_load_config refuses a bad user; resolved again for ids */
+	/* master_load_config refuses a bad user; resolved again for ids.
+	 * Only -t checks where the sockets go: at start they may come from
+	 * systemd, and a bind that fails says why itself. */
 	if (master_load_config(&cfg, main_apps, &app, test ? NULL : &shared,
 	    path, children, err, sizeof(err)) == -1 ||
-	    main_check_owners(&cfg, path, err, sizeof(err)) == -1 ||
-	    sandbox_resolve(&cfg, path, &ids, err, sizeof(err)) == -1) {
+	    sandbox_resolve(&cfg, path, &ids, err, sizeof(err)) == -1 ||
+	    (test && preflight_sockets(&cfg, path, err, sizeof(err)) == -1)) {
 		fprintf(stderr, "cfpm: %s\n", err);
 		return 1;
 	}
@@ -163,13 +135,22 @@ main(int argc, char *argv[])
 	/* Log files root creates belong to the workers, who reopen them. */
 	if (ids.drop)
 		log_set_file_owner(ids.uid, ids.gid);
+	log_set_syslog(cfg.syslog_ident, cfg.syslog_facility);
 	if (log_open(cfg.log_level, cfg.error_log) == -1)
 		fatal("error_log %s: %s", cfg.error_log, strerror(errno));
 	main_privileges_notice(&cfg, &ids);
 	listen_spec_pool(&cfg, &spec);
-	if ((rc = listen_from_systemd(&ls)) == -1)
+	if (listen_from_systemd(&ls, &status_ls) == -1)
 		return 1;
-	if (rc == 0 && listen_bind(&ls, &spec) == -1)
+	if (ls.fd == -1 && listen_bind(&ls, &spec) == -1)
 		return 1;
-	return master_run(&cfg, main_apps, app, shared, path, children, &ls);
+	/* The configuration decides whether there is a status page;
+	 * systemd only where its socket comes from. */
+	if (status_ls.fd != -1 && cfg.status_listen[0] == '\0') {
+		log_warn("systemd passed a status socket but pm.status_listen "
+		    "is not set: closing it");
+		listen_close(&status_ls);
+	}
+	return master_run(&cfg, main_apps, app, shared, path, children, &ls,
+	    &status_ls);
 }

@@ -59,7 +59,7 @@ struct admin_ctx {
 };
 
 struct admin *
-admin_open(const struct config *cfg)
+admin_open(const struct config *cfg, const struct listen_sock *inherited)
 {
 	struct listen_spec spec;
 	struct admin *a;
@@ -70,7 +70,9 @@ admin_open(const struct config *cfg)
 	for (i = 0; i < ADMIN_MAX_CONNS; i++)
 		a->conns[i].fd = -1;
 	listen_spec_status(cfg, &spec);
-	if (listen_bind(&a->ls, &spec) == -1 ||
+	if (inherited != NULL)
+		a->ls = *inherited;
+	if ((inherited == NULL && listen_bind(&a->ls, &spec) == -1) ||
 	    fcntl(a->ls.fd, F_SETFL, O_NONBLOCK) == -1) {
 		log_err("%s: status socket %s failed", __func__,
 		    cfg->status_listen);

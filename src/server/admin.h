@@ -23,10 +23,13 @@
 struct admin;
 
 /*
- * Binds cfg->status_listen (same forms as listen) non-blocking. Returns
- * the handle, or NULL (logged). The caller checks status_listen is set.
+ * Serves inherited (a listening socket systemd passed: taken over, never
+ * unlinked) or, when it is NULL, binds cfg->status_listen (same forms as
+ * listen) non-blocking. Returns the handle, or NULL (logged). The caller
+ * checks status_listen is set.
  */
-struct admin *admin_open(const struct config *cfg);
+struct admin *admin_open(const struct config *cfg,
+    const struct listen_sock *inherited);
 
 /*
  * Fills pfd (ADMIN_POLL_FDS entries) with what the master's poll should

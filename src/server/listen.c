@@ -1,7 +1,9 @@
 /*
- * listen.c: the listen sockets (master only): the pool socket, taken from
- * systemd or bound before the first fork, and the status socket the
- * master serves itself. Both are non-blocking: workers inherit the pool
+ * listen.c: the listen sockets (master only): the pool socket and the
+ * status socket the master serves itself, each taken from systemd (told
+ * apart by LISTEN_FDNAMES) or bound before the first fork; the
+ * sd_listen_fds protocol is implemented here, without libsystemd. Both
+ * are non-blocking: workers inherit the pool
  * socket, wait for it in epoll (EPOLLEXCLUSIVE) and accept4() without
  * blocking, so one that loses the race gets EAGAIN. Also reads a socket's
  * accept queue for the status page, and removes what it created.
@@ -29,6 +31,8 @@
 #include "server/sandbox.h"
 
 #define LISTEN_SD_FD	3	/* SD_LISTEN_FDS_START */
+#define LISTEN_MAX_FDS	16	/* more than anyone passes cfpm */
+#define LISTEN_MAX_FDNAME 256	/* systemd's FDNAME_MAX is 255 */
 
 static int
 listen_is_listening(int fd, int *family)
@@ -63,36 +67,84 @@ listen_nonblock(int fd)
 	return 0;
 }
 
-int
-listen_from_systemd(struct listen_sock *ls)
+/* Takes fd as an inherited listening socket into ls. 0, or -1 (logged). */
+static int
+listen_adopt(struct listen_sock *ls, int fd, const char *name)
 {
-	const char *pid_s = getenv("LISTEN_PID"), *fds_s = getenv("LISTEN_FDS");
-	long pid, nfds, i;
-
-	if (pid_s == NULL || fds_s == NULL)
-		return 0;
-	pid = strtol(pid_s, NULL, 10);
-	nfds = strtol(fds_s, NULL, 10);
-	unsetenv("LISTEN_PID");
-	unsetenv("LISTEN_FDS");
-	unsetenv("LISTEN_FDNAMES");
-	if (pid != (long)getpid() || nfds < 1)
-		return 0;
-	for (i = 1; i < nfds; i++)
-		close(LISTEN_SD_FD + (int)i);	/* one pool, one socket */
 	memset(ls, 0, sizeof(*ls));
-	ls->fd = LISTEN_SD_FD;
+	ls->fd = fd;
 	ls->from_systemd = 1;
-	if (!listen_is_listening(ls->fd, &ls->family)) {
-		log_err("%s: fd %d from systemd is not a listening socket",
-		    __func__, ls->fd);
+	if (!listen_is_listening(fd, &ls->family)) {
+		log_err("%s: fd %d (%s) from systemd is not a listening socket",
+		    __func__, fd, name);
 		return -1;
 	}
 	/* The master never execs; CLOEXEC only guards helpers we might run. */
-	if (fcntl(ls->fd, F_SETFD, FD_CLOEXEC) == -1)
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) == -1)
 		log_warn("%s: fcntl(FD_CLOEXEC) failed: %s", __func__,
 		    strerror(errno));
-	return listen_nonblock(ls->fd) == -1 ? -1 : 1;
+	return listen_nonblock(fd);
+}
+
+/* The i-th name of LISTEN_FDNAMES ("a:b:c") into buf, "" if none. */
+static void
+listen_fdname(const char *names, long i, char *buf, size_t len)
+{
+	const char *p = names, *end;
+
+	buf[0] = '\0';
+	for (; p != NULL && i > 0; i--)
+		if ((p = strchr(p, ':')) != NULL)
+			p++;
+	if (p == NULL)
+		return;
+	end = strchr(p, ':');
+	snprintf(buf, len, "%.*s", (int)(end ? end - p : (long)strlen(p)), p);
+}
+
+int
+listen_from_systemd(struct listen_sock *pool, struct listen_sock *status)
+{
+	const char *pid_s = getenv("LISTEN_PID"), *fds_s = getenv("LISTEN_FDS");
+	const char *names = getenv("LISTEN_FDNAMES");
+	char name[LISTEN_MAX_FDNAME];
+	struct listen_sock *to;
+	long pid, nfds, i;
+	int fd, rc = 0;
+
+	pool->fd = status->fd = -1;
+	if (pid_s == NULL || fds_s == NULL)
+		goto done;
+	pid = strtol(pid_s, NULL, 10);
+	nfds = strtol(fds_s, NULL, 10);
+	if (pid != (long)getpid() || nfds < 1)
+		goto done;
+	if (nfds > LISTEN_MAX_FDS) {
+		log_err("%s: LISTEN_FDS=%ld: more than %d sockets", __func__,
+		    nfds, LISTEN_MAX_FDS);
+		rc = -1;
+		goto done;
+	}
+	for (i = 0; i < nfds; i++) {
+		fd = LISTEN_SD_FD + (int)i;
+		listen_fdname(names, i, name, sizeof(name));
+		to = strcmp(name, LISTEN_FDNAME_STATUS) == 0 ? status : pool;
+		if (to->fd != -1) {
+			log_warn("%s: fd %d (%s) from systemd: one %s socket "
+			    "is enough, closing it", __func__, fd, name,
+			    to == status ? "status" : "pool");
+			close(fd);
+			continue;
+		}
+		if (rc == 0 && listen_adopt(to, fd, name) == -1)
+			rc = -1;
+	}
+done:
+	/* The environment describes this process only: not the workers. */
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	return rc;
 }
 
 /* Returns 1 if something accepts connections at path. */
@@ -205,40 +257,17 @@ listen_bind_unix(struct listen_sock *ls, const struct listen_spec *spec)
 	return listen_unix_perms(ls, spec);
 }
 
-/* Splits "host:port", "[v6]:port" or "port" (loopback) into parts. */
-static int
-listen_split_inet(const char *spec, char *host, size_t hostlen, char *port,
-    size_t portlen)
-{
-	const char *colon;
-
-	if (spec[0] == '[') {
-		if ((colon = strstr(spec, "]:")) == NULL)
-			return -1;
-		snprintf(host, hostlen, "%.*s", (int)(colon - spec - 1),
-		    spec + 1);
-		snprintf(port, portlen, "%s", colon + 2);
-	} else if ((colon = strrchr(spec, ':')) != NULL) {
-		snprintf(host, hostlen, "%.*s", (int)(colon - spec), spec);
-		snprintf(port, portlen, "%s", colon + 1);
-	} else {
-		snprintf(host, hostlen, "127.0.0.1");
-		snprintf(port, portlen, "%s", spec);
-	}
-	return host[0] != '\0' && port[0] != '\0' ? 0 : -1;
-}
-
 static int
 listen_bind_inet(struct listen_sock *ls, const struct listen_spec *spec)
 {
 	struct addrinfo hints, *res = NULL;
 	char host[CONFIG_MAX_VALUE], port[CONFIG_MAX_VALUE];
+	char why[CONFIG_ERR_LEN];
 	int on = 1, rc;
 
-	if (listen_split_inet(spec->address, host, sizeof(host), port,
-	    sizeof(port)) == -1) {
-		log_err("%s: \"%s\" is not a path, host:port or [v6]:port",
-		    spec->key, spec->address);
+	if (config_split_address(spec->address, host, sizeof(host), port,
+	    sizeof(port), why, sizeof(why)) == -1) {
+		log_err("%s: %s", spec->key, why);
 		return -1;
 	}
 	memset(&hints, 0, sizeof(hints));

@@ -1,8 +1,8 @@
 /*
- * listen.h: the listen sockets, owned by the master: the pool socket,
- * inherited from systemd socket activation (fd 3, LISTEN_FDS/LISTEN_PID)
- * or bound here from the "listen" setting, and the status socket, bound
- * here from "pm.status_listen". An address is a unix path, host:port,
+ * listen.h: the listen sockets, owned by the master: the pool socket and
+ * the status socket, each inherited from systemd socket activation
+ * (LISTEN_FDS/LISTEN_PID, told apart by LISTEN_FDNAMES) or bound here
+ * from "listen" and "pm.status_listen". An address is a unix path, host:port,
  * [v6addr]:port or a port. Never FCGX_OpenSocket (IPv4 only, unlinks,
  * exits). Every socket handed out is non-blocking: workers wait in epoll
  * and then accept, and the master serves the status socket from its
@@ -26,14 +26,21 @@ struct listen_sock {
 	ino_t	ino;
 };
 
+#define LISTEN_FDNAME_STATUS	"status"	/* FileDescriptorName= of the
+						   status socket's unit */
+
 /*
- * Takes the socket systemd passed (LISTEN_PID must be this process and
- * LISTEN_FDS >= 1; extra fds are closed) and makes it non-blocking and
- * close-on-exec. Clears the LISTEN_* variables. Returns 1 and fills ls if
- * a socket was passed, 0 if none was, -1 with a logged reason if what was
+ * Takes the sockets systemd passed (LISTEN_PID must be this process and
+ * LISTEN_FDS >= 1). The fd named LISTEN_FDNAME_STATUS in LISTEN_FDNAMES
+ * is the status socket and goes to *status; the first other one is the
+ * pool socket (whatever its name: "cfpm", the unit's name, or none) and
+ * goes to *pool; any further fd is closed with a warning. A socket not
+ * passed is left with fd -1. Those taken are made non-blocking and
+ * close-on-exec and marked from_systemd: never unlinked. Clears the
+ * LISTEN_* variables. Returns 0, or -1 with a logged reason if what was
  * passed is unusable.
  */
-int listen_from_systemd(struct listen_sock *ls);
+int listen_from_systemd(struct listen_sock *pool, struct listen_sock *status);
 
 /*
  * What to bind: the pool socket and the master's status socket are both

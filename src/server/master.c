@@ -27,7 +27,8 @@
 #include "util/log.h"
 #include "server/notify.h"
 #include "server/pool.h"
-#include "util/readfile.h"
+#include "server/preflight.h"
+#include "util/configfile.h"
 #include "server/sandbox.h"
 #include "server/scoreboard.h"
 #include "server/status.h"
@@ -37,6 +38,7 @@
 #define MASTER_TICK_MS	200	/* loop period while anything is pending */
 #define MASTER_IDLE_MS	1000	/* loop period otherwise */
 #define MASTER_STATUS_US (5 * 1000000)	/* STATUS= line period */
+#define MASTER_STATUS_LEN 1024	/* a STATUS= message */
 #define MASTER_DB_REASON_US (1 * 1000000) /* wait for a worker's reason */
 
 enum master_stop {
@@ -66,7 +68,16 @@ struct master {
 	int			 killed;	/* SIGKILL sent at deadline */
 	int64_t			 next_status_us;
 	int64_t			 next_watchdog_us;
-	uint64_t		 last_accepted;	/* for req/s in STATUS= */
+	int64_t			 last_status_us;	/* for req/s in STATUS= */
+	uint64_t		 last_accepted;
+	char			 refused[CONFIG_ERR_LEN];	/* why the last
+						   reload was refused, "" once
+						   one succeeds (STATUS=) */
+	unsigned		 db_live, db_without;	/* serving workers, and
+						   those without a database
+						   (master_db_state) */
+	int			 db_said;	/* db_without > 0 in the last
+						   STATUS= */
 	int			 db_down;	/* "unavailable" logged */
 	int64_t			 db_lost_us;	/* first seen lost */
 	int64_t			 db_back_us;	/* last "database back" */
@@ -132,17 +143,9 @@ master_load_config(struct config *cfg, const struct app *const *apps,
 	struct sandbox_ids ids;
 	const struct app *a;
 	void *trial;
-	size_t len;
-	char *text;
-	int rc;
 
 	config_defaults(cfg);
-	if ((text = readfile(path, MASTER_MAX_CONFIG, &len, err,
-	    errlen)) == NULL)
-		return -1;
-	rc = config_parse(cfg, path, text, len, err, errlen);
-	free(text);
-	if (rc == -1)
+	if (configfile_load(cfg, path, NULL, err, errlen) == -1)
 		return -1;
 	if (children > 0)
 		cfg->max_children = children;
@@ -150,7 +153,8 @@ master_load_config(struct config *cfg, const struct app *const *apps,
 		return -1;
 	/* The workers' user must exist and not be root: checked here so a
 	 * reload to a bad one is refused while the running pool serves. */
-	if (sandbox_resolve(cfg, path, &ids, err, errlen) == -1)
+	if (sandbox_resolve(cfg, path, &ids, err, errlen) == -1 ||
+	    preflight_config(cfg, &ids, path, err, errlen) == -1)
 		return -1;
 	/*
 	 * The application loads what its workers share here, once (the
@@ -350,6 +354,20 @@ master_begin_stop(struct master *m, enum master_stop how)
 }
 
 /*
+ * A reload refused: logged, and said in STATUS= (systemctl status) until
+ * a reload succeeds. systemd learns nothing else: no RELOADING=1 was
+ * sent, and ExecReload's own exit status is the unit's to decide
+ * (cfpm -t before the signal).
+ */
+static void
+master_refuse(struct master *m, const char *why)
+{
+	log_err("reload refused, pool unchanged: %s", why);
+	snprintf(m->refused, sizeof(m->refused), "%s", why);
+	m->next_status_us = 0;		/* say it now */
+}
+
+/*
  * SIGHUP / SIGUSR2: load and check the new configuration and keys first;
  * if anything is wrong the running pool is left alone.
  */
@@ -363,23 +381,25 @@ master_reload(struct master *m)
 
 	if (next == NULL || master_load_config(next, m->apps, &app, &shared,
 	    m->config_path, m->children, err, sizeof(err)) == -1) {
-		log_err("reload refused, pool unchanged: %s",
-		    next ? err : "out of memory");
+		master_refuse(m, next ? err : "out of memory");
 		free(next);
 		return;
 	}
 	if (app != m->app) {
-		log_err("reload refused, pool unchanged: app %s -> %s needs a "
-		    "restart", m->app->name, app->name);
+		snprintf(err, sizeof(err), "app %s -> %s needs a restart",
+		    m->app->name, app->name);
+		master_refuse(m, err);
 		app_unload(app, shared);
 		free(next);
 		return;
 	}
+	m->refused[0] = '\0';
 	if (strcmp(next->listen, m->cfg->listen) != 0 ||
 	    strcmp(next->status_listen, m->cfg->status_listen) != 0)
 		log_warn("reload: listen and pm.status_listen changes need "
 		    "a restart; keeping the current sockets");
 	notify_send("RELOADING=1");
+	log_set_syslog(next->syslog_ident, next->syslog_facility);
 	if (log_open(next->log_level, next->error_log) == -1)
 		log_err("reload: error_log %s: %s", next->error_log,
 		    strerror(errno));
@@ -502,38 +522,71 @@ master_sample(struct master *m, unsigned *queued, unsigned *limit)
 		m->sb->totals.listen_queue_max = *queued;
 }
 
+/* What STATUS= leads with: a refused reload, the database's absence. */
+static void
+master_status_note(const struct master *m, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (m->refused[0] != '\0')
+		n = (size_t)snprintf(buf, len, "Reload refused: %s; ",
+		    m->refused);
+	if (m->db_without > 0 && n < len)
+		snprintf(buf + n, len - n, "Database unavailable: %u of %u "
+		    "workers without a connection (answering 503); ",
+		    m->db_without, m->db_live);
+}
+
+/*
+ * STATUS= every MASTER_STATUS_US, and at once when the database comes or
+ * goes or a reload is refused (next_status_us set to 0).
+ */
 static void
 master_status_line(struct master *m)
 {
 	int64_t now = clock_now_us();
 	unsigned total = master_live(m), busy = master_busy(m);
+	char msg[MASTER_STATUS_LEN], note[MASTER_STATUS_LEN / 2];
 	struct sb_totals t;
+	double secs;
 	uint64_t acc;
-	char msg[256];
 
+	if ((m->db_without > 0) != m->db_said)
+		m->next_status_us = 0;
 	if (now < m->next_status_us)
 		return;
 	scoreboard_totals(m->sb, &t);
 	acc = t.accepted;
-	snprintf(msg, sizeof(msg), "STATUS=Processes active: %u, idle: %u, "
-	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", busy,
+	secs = m->last_status_us ? (double)(now - m->last_status_us) / 1e6 : 0;
+	master_status_note(m, note, sizeof(note));
+	snprintf(msg, sizeof(msg), "STATUS=%sProcesses active: %u, idle: %u, "
+	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", note, busy,
 	    total - busy, (unsigned long long)acc,
 	    (unsigned long long)t.slow,
-	    m->next_status_us ? (acc - m->last_accepted) /
-	    (MASTER_STATUS_US / 1e6) : 0.0);
+	    secs > 0 ? (double)(acc - m->last_accepted) / secs : 0.0);
 	notify_send(msg);
+	m->db_said = m->db_without > 0;
 	m->last_accepted = acc;
+	m->last_status_us = now;
 	m->next_status_us = now + MASTER_STATUS_US;
 }
 
+/*
+ * READY=1 once the pool serves (pool.c: the database is not waited for),
+ * followed at once by the STATUS= line, so that systemd never shows a
+ * ready unit without saying the database is missing.
+ */
 static void
 master_ready(struct master *m)
 {
 	if (!pool_ready(&m->pool, m->snap, m->sb->nslots))
 		return;
 	notify_send("READY=1");
-	log_notice("pool ready: generation %u, %d workers", m->pool.generation,
-	    m->cfg->max_children);
+	m->next_status_us = 0;
+	log_notice("pool ready: generation %u, %d workers%s",
+	    m->pool.generation, m->cfg->max_children, m->db_without > 0 ?
+	    ", database unavailable" : "");
 }
 
 /*
@@ -571,6 +624,8 @@ master_db_state(struct master *m)
 			why = e;
 	}
 	scoreboard_totals(m->sb, &t);
+	m->db_live = live;
+	m->db_without = down;
 	if (!m->db_down && down == 0) {
 		m->db_lost_us = 0;
 		m->db_503_base = t.unavailable;
@@ -763,7 +818,8 @@ master_wait(struct master *m, const sigset_t *waitmask)
 static void
 master_init(struct master *m, struct config *cfg,
     const struct app *const *apps, const struct app *app, void *shared,
-    const char *config_path, int children, struct listen_sock *ls)
+    const char *config_path, int children, struct listen_sock *ls,
+    struct listen_sock *status_ls)
 {
 	struct config *own;
 
@@ -784,21 +840,22 @@ master_init(struct master *m, struct config *cfg,
 	scoreboard_set_max_children(m->sb, (unsigned)own->max_children);
 	pool_init(&m->pool, (unsigned)own->max_children);
 	notify_init();
-	if (own->status_listen[0] != '\0' &&
-	    (m->admin = admin_open(own)) == NULL)
+	if (own->status_listen[0] != '\0' && (m->admin = admin_open(own,
+	    status_ls->fd != -1 ? status_ls : NULL)) == NULL)
 		fatal("pm.status_listen %s: cannot listen", own->status_listen);
 }
 
 int
 master_run(struct config *cfg, const struct app *const *apps,
     const struct app *app, void *shared, const char *config_path,
-    int children, struct listen_sock *ls)
+    int children, struct listen_sock *ls, struct listen_sock *status_ls)
 {
 	struct master m;
 	sigset_t waitmask;
 	char where[160];
 
-	master_init(&m, cfg, apps, app, shared, config_path, children, ls);
+	master_init(&m, cfg, apps, app, shared, config_path, children, ls,
+	    status_ls);
 	master_signals(&waitmask);
 	log_notice("cfpm %s: %d workers on %s", PACKAGE_VERSION,
 	    m.cfg->max_children, listen_describe(ls, where, sizeof(where)));

@@ -13,11 +13,12 @@
 
 #define MASTER_FAST_STOP_MS	2000	/* SIGINT: then SIGKILL */
 #define MASTER_TERMINATE_GRACE_MS 2000	/* after the cancel, then SIGKILL */
-#define MASTER_MAX_CONFIG	(1024 * 1024)	/* config file size limit */
 
 /*
- * Loads path into cfg: defaults, the file, the -n override (children > 0),
- * cross-checks (the workers' user and group included: sandbox_resolve),
+ * Loads path into cfg: defaults, the file and its includes, the -n
+ * override (children > 0), cross-checks (the workers' user and group
+ * included: sandbox_resolve; socket owners and log paths:
+ * preflight_config),
  * the application cfg names (app =), found among apps (NULL-terminated:
  * main.c's) and set in *app, and what its workers share, from its load,
  * in *shared (release with (*app)->unload; shared NULL only checks it).
@@ -36,11 +37,13 @@ int master_load_config(struct config *cfg, const struct app *const *apps,
  * it needs a restart),
  * and stops gracefully (SIGTERM, SIGQUIT) or fast (SIGINT). Workers
  * inherit shared (taken over: unloaded at the end), so none loads it
- * again. Removes socket files only if cfpm created them.
+ * again. The status page (cfg->status_listen set) is served on status_ls
+ * when it holds a socket (fd != -1: systemd's), else on one bound here.
+ * Removes socket files only if cfpm created them.
  * Returns the process exit status (0 after a clean stop).
  */
 int master_run(struct config *cfg, const struct app *const *apps,
     const struct app *app, void *shared, const char *config_path,
-    int children, struct listen_sock *ls);
+    int children, struct listen_sock *ls, struct listen_sock *status_ls);
 
 #endif

@@ -22,7 +22,9 @@ pool_slot_from(struct pool_slot *s, const struct sb_view *v)
 	s->generation = v->master.generation;
 	s->started_us = v->master.started_us;
 	s->retire = v->retire;
-	s->ready = v->ready && v->phase != SB_STARTING;
+	s->serving = v->phase != SB_STARTING && v->phase != SB_EXITING;
+	s->ready = v->ready && s->serving;
+	s->db_ok = v->db_ok;
 }
 
 /* Holds a process the master has not sent SIGTERM (KILLED is still
@@ -52,23 +54,45 @@ pool_live(const struct pool_slot *s, unsigned n)
 	return live;
 }
 
+/* What pool_count_current() counts. */
+enum pool_count {
+	POOL_ANY,		/* every current worker */
+	POOL_SERVING,		/* past start-up, accepting */
+	POOL_READY,		/* serving and prepared once */
+};
+
 static unsigned
 pool_count_current(const struct pool *p, const struct pool_slot *s,
-    unsigned n, int ready_only)
+    unsigned n, enum pool_count what)
 {
 	unsigned i, count = 0;
 
 	for (i = 0; i < n; i++)
-		if (pool_current(p, &s[i]) && (!ready_only || s[i].ready))
+		if (pool_current(p, &s[i]) && (what == POOL_ANY ||
+		    (what == POOL_SERVING ? s[i].serving : s[i].ready)))
 			count++;
 	return count;
+}
+
+/* 1 if a running worker that is no longer current has its database:
+ * its replacements must have theirs before it goes. */
+static int
+pool_old_db_ok(const struct pool *p, const struct pool_slot *s, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		if (pool_running(&s[i]) && !pool_current(p, &s[i]) &&
+		    s[i].db_ok)
+			return 1;
+	return 0;
 }
 
 unsigned
 pool_to_spawn(const struct pool *p, const struct pool_slot *s, unsigned n,
     int64_t now_us)
 {
-	unsigned current = pool_count_current(p, s, n, 0);
+	unsigned current = pool_count_current(p, s, n, POOL_ANY);
 
 	if (p->stopping || now_us < p->next_spawn_us ||
 	    current >= p->max_children)
@@ -80,7 +104,9 @@ unsigned
 pool_retire(const struct pool *p, const struct pool_slot *s, unsigned n,
     int64_t now_us, enum pool_retire *act)
 {
-	int enough = pool_count_current(p, s, n, 1) >= p->max_children;
+	int enough = pool_count_current(p, s, n, POOL_SERVING) >=
+	    p->max_children && (pool_count_current(p, s, n, POOL_READY) >=
+	    p->max_children || !pool_old_db_ok(p, s, n));
 	int late = p->reload_deadline_us != 0 &&
 	    now_us >= p->reload_deadline_us;
 	unsigned i, count = 0;
@@ -158,10 +184,10 @@ pool_reload(struct pool *p, const struct pool_slot *s, unsigned n,
 int
 pool_ready(struct pool *p, const struct pool_slot *s, unsigned n)
 {
-	unsigned current = pool_count_current(p, s, n, 0);
+	unsigned current = pool_count_current(p, s, n, POOL_ANY);
 
 	if (p->ready_sent || pool_live(s, n) > current ||
-	    pool_count_current(p, s, n, 1) < p->max_children)
+	    pool_count_current(p, s, n, POOL_SERVING) < p->max_children)
 		return 0;
 	p->ready_sent = 1;
 	p->reload_deadline_us = 0;

@@ -11,8 +11,14 @@
  * belongs to the current generation, has not asked to be replaced
  * (pm.max_requests) and has not been sent SIGTERM. Replacements start at
  * once; the workers they replace are retired only when max_children
- * current workers are ready (or a reload has waited too long), so the
- * pool never shrinks.
+ * current workers serve as well as they do (or a reload has waited too
+ * long), so the pool never shrinks: accepting, and connected to the
+ * database if any of those they replace still is.
+ *
+ * READY=1 does not wait for the database: a worker that tried to connect
+ * and failed accepts all the same (it answers 503 and reconnects), so the
+ * pool is ready once max_children current workers serve, and systemd is
+ * never kept waiting by a database outage, at start or after a reload.
  */
 #ifndef CFPM_POOL_H
 #define CFPM_POOL_H
@@ -34,7 +40,10 @@ struct pool_slot {
 	int		life;		/* enum sb_life */
 	unsigned	generation;
 	int		retire;		/* the worker asked to be replaced */
-	int		ready;		/* prepared once and past start-up */
+	int		serving;	/* past start-up: its first database
+					   attempt made, accepting */
+	int		ready;		/* serving, and prepared once */
+	int		db_ok;		/* its connection is usable now */
 	int64_t		started_us;	/* fork, CLOCK_MONOTONIC */
 };
 
@@ -83,8 +92,10 @@ unsigned pool_to_spawn(const struct pool *p, const struct pool_slot *s,
 
 /*
  * PURE. Fills act[0..n-1]: which running workers that are no longer
- * current to send SIGTERM, once max_children current workers are ready
- * or the reload deadline has passed. A worker that asked to be replaced
+ * current to send SIGTERM, once max_children current workers serve and,
+ * if any of those to retire has its database, are ready (a replacement
+ * that has not connected yet does not stand in for one that has); or
+ * once the reload deadline has passed. A worker that asked to be replaced
  * in the current generation is a POOL_RECYCLE (one respawn); the others
  * were replaced by a reload (counted by pool_reload()). Workers already
  * signalled are left alone. Returns how many to signal.
@@ -124,8 +135,8 @@ unsigned pool_reload(struct pool *p, const struct pool_slot *s, unsigned n,
 
 /*
  * PURE. 1 once per generation, when READY=1 may be sent: max_children
- * current workers ready and no other worker left. Marks it sent and ends
- * the reload's wait. 0 otherwise.
+ * current workers serving (with or without their database) and no other
+ * worker left. Marks it sent and ends the reload's wait. 0 otherwise.
  */
 int pool_ready(struct pool *p, const struct pool_slot *s, unsigned n);
 

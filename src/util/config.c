@@ -2,9 +2,10 @@
  * config.c: parse the PHP-FPM-like configuration text (PURE: no I/O; the
  * master runs it at start, for -t and on every reload).
  * A directive table maps each key to a parser and a field (or, for a key
- * with a single possible value, to a check only); master_load_config()
- * in master.c reads the file with readfile() and hands the bytes in, so
- * this module is unit-testable and fuzzable.
+ * with a single possible value, to a check only); the loader
+ * (util/configfile.c) reads the file with readfile() and hands the bytes
+ * in, and follows "include" lines through a callback, so this module is
+ * unit-testable and fuzzable.
  */
 #include "util/config.h"
 
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>	/* the facilities' values only */
 
 struct config_directive;
 typedef int (*config_setter)(struct config *, const struct config_directive *,
@@ -192,9 +194,22 @@ static const struct config_choice cfg_onoff_choices[] = {
 	{ "on", 1 }, { "off", 0 }, { NULL, 0 },
 };
 static const struct config_choice cfg_level_choices[] = {
-	{ "error", CONFIG_LOG_ERROR }, { "warning", CONFIG_LOG_WARNING },
-	{ "notice", CONFIG_LOG_NOTICE }, { "info", CONFIG_LOG_INFO },
-	{ "debug", CONFIG_LOG_DEBUG }, { NULL, 0 },
+	{ "alert", CONFIG_LOG_ALERT }, { "error", CONFIG_LOG_ERROR },
+	{ "warning", CONFIG_LOG_WARNING }, { "notice", CONFIG_LOG_NOTICE },
+	{ "info", CONFIG_LOG_INFO }, { "debug", CONFIG_LOG_DEBUG },
+	{ NULL, 0 },
+};
+/* PHP-FPM's syslog.facility names, in lower case as its documentation. */
+static const struct config_choice cfg_facility_choices[] = {
+	{ "auth", LOG_AUTH }, { "authpriv", LOG_AUTHPRIV },
+	{ "cron", LOG_CRON }, { "daemon", LOG_DAEMON }, { "ftp", LOG_FTP },
+	{ "kern", LOG_KERN }, { "lpr", LOG_LPR }, { "mail", LOG_MAIL },
+	{ "news", LOG_NEWS }, { "syslog", LOG_SYSLOG }, { "user", LOG_USER },
+	{ "uucp", LOG_UUCP }, { "local0", LOG_LOCAL0 },
+	{ "local1", LOG_LOCAL1 }, { "local2", LOG_LOCAL2 },
+	{ "local3", LOG_LOCAL3 }, { "local4", LOG_LOCAL4 },
+	{ "local5", LOG_LOCAL5 }, { "local6", LOG_LOCAL6 },
+	{ "local7", LOG_LOCAL7 }, { NULL, 0 },
 };
 
 #define CFG_STRING(k, f)	{ k, cfg_set_string, CFG_FIELD(f), 0, 0, NULL }
@@ -236,6 +251,8 @@ static const struct config_directive config_directives[] = {
 	CFG_CHOICE("auth.typ", auth_typ_strict, cfg_typ_choices),
 	CFG_STRING("error_log", error_log),
 	CFG_CHOICE("log_level", log_level, cfg_level_choices),
+	CFG_STRING("syslog.ident", syslog_ident),
+	CFG_CHOICE("syslog.facility", syslog_facility, cfg_facility_choices),
 	CFG_STRING("access.log", access_log),
 	CFG_STRING("access.format", access_format),
 	CFG_STRING("user", user),
@@ -259,6 +276,8 @@ config_defaults(struct config *cfg)
 	cfg->request_read_timeout = 10;
 	snprintf(cfg->ping_response, sizeof(cfg->ping_response), "pong");
 	snprintf(cfg->error_log, sizeof(cfg->error_log), "stderr");
+	snprintf(cfg->syslog_ident, sizeof(cfg->syslog_ident), "cfpm");
+	cfg->syslog_facility = LOG_DAEMON;
 	snprintf(cfg->access_format, sizeof(cfg->access_format), "%s",
 	    CONFIG_DEFAULT_ACCESS_FORMAT);
 	cfg->log_level = CONFIG_LOG_NOTICE;
@@ -339,9 +358,11 @@ cfg_section(struct config *cfg, const char *line, char *why, size_t whylen)
 	return 0;
 }
 
-/* One line, NUL-terminated and without its newline. */
+/* One line, NUL-terminated and without its newline. An include line
+ * sets *include to its pattern (in line) and changes nothing else. */
 static int
-cfg_line(struct config *cfg, char *line, char *why, size_t whylen)
+cfg_line(struct config *cfg, char *line, char **include, char *why,
+    size_t whylen)
 {
 	const struct config_directive *d;
 	char *key, *value, *eq;
@@ -360,6 +381,14 @@ cfg_line(struct config *cfg, char *line, char *why, size_t whylen)
 	value = cfg_trim(eq + 1);
 	if (cfg_unquote(&value, why, whylen) == -1)
 		return -1;
+	if (strcmp(key, "include") == 0) {
+		if (value[0] == '\0') {
+			snprintf(why, whylen, "include: empty pattern");
+			return -1;
+		}
+		*include = value;
+		return 0;
+	}
 	if ((d = cfg_lookup(key)) == NULL) {
 		snprintf(why, whylen, "unknown key \"%.64s\"", key);
 		return -1;
@@ -376,7 +405,15 @@ int
 config_parse(struct config *cfg, const char *name, const char *text,
     size_t len, char *err, size_t errlen)
 {
-	char line[CONFIG_MAX_LINE], why[CONFIG_ERR_LEN / 2];
+	return config_parse_with(cfg, name, text, len, NULL, NULL, err, errlen);
+}
+
+int
+config_parse_with(struct config *cfg, const char *name, const char *text,
+    size_t len, config_include_fn include, void *arg, char *err,
+    size_t errlen)
+{
+	char line[CONFIG_MAX_LINE], why[CONFIG_ERR_LEN / 2], *inc;
 	size_t pos = 0, n;
 	const char *nl;
 	int lineno = 0;
@@ -398,13 +435,97 @@ config_parse(struct config *cfg, const char *name, const char *text,
 		memcpy(line, text + pos, n);
 		line[n] = '\0';
 		pos += n + 1;
-		if (cfg_line(cfg, line, why, sizeof(why)) == -1) {
+		inc = NULL;
+		if (cfg_line(cfg, line, &inc, why, sizeof(why)) == -1) {
 			snprintf(err, errlen, "%s:%d: %s", name, lineno,
 			    why);
 			return -1;
 		}
+		if (inc == NULL)
+			continue;
+		if (include == NULL) {
+			snprintf(err, errlen, "%s:%d: include: only a "
+			    "configuration file can include others", name,
+			    lineno);
+			return -1;
+		}
+		/* The callback's message is complete: it names the file. */
+		if (include(arg, cfg, inc, name, lineno, err, errlen) == -1)
+			return -1;
 	}
 	return 0;
+}
+
+/* A decimal port 1..CONFIG_MAX_PORT, nothing else. */
+static int
+cfg_port_ok(const char *port)
+{
+	size_t n = strspn(port, "0123456789");
+	long v;
+
+	if (n == 0 || n > 5 || port[n] != '\0')
+		return 0;
+	v = strtol(port, NULL, 10);
+	return v >= 1 && v <= CONFIG_MAX_PORT;
+}
+
+int
+config_split_address(const char *address, char *host, size_t hostlen,
+    char *port, size_t portlen, char *why, size_t whylen)
+{
+	const char *colon;
+
+	if (address[0] == '[') {
+		if ((colon = strstr(address, "]:")) == NULL) {
+			snprintf(why, whylen, "\"%s\": expected [v6addr]:port",
+			    address);
+			return -1;
+		}
+		snprintf(host, hostlen, "%.*s", (int)(colon - address - 1),
+		    address + 1);
+		snprintf(port, portlen, "%s", colon + 2);
+	} else if ((colon = strrchr(address, ':')) != NULL) {
+		snprintf(host, hostlen, "%.*s", (int)(colon - address),
+		    address);
+		snprintf(port, portlen, "%s", colon + 1);
+	} else {
+		snprintf(host, hostlen, "127.0.0.1");
+		snprintf(port, portlen, "%s", address);
+	}
+	if (host[0] == '\0') {
+		snprintf(why, whylen, "\"%s\": no host before the port",
+		    address);
+		return -1;
+	}
+	if (!cfg_port_ok(port)) {
+		snprintf(why, whylen, "\"%s\" is not a path, host:port, "
+		    "[v6addr]:port or port (port 1..%d)", address,
+		    CONFIG_MAX_PORT);
+		return -1;
+	}
+	return 0;
+}
+
+/* One address setting: an absolute unix path that fits, or host:port. */
+static int
+cfg_check_address(const char *key, const char *address, const char *name,
+    char *err, size_t errlen)
+{
+	char host[CONFIG_MAX_VALUE], port[CONFIG_MAX_VALUE];
+	char why[CONFIG_ERR_LEN / 2];
+
+	if (address[0] == '/') {
+		if (strlen(address) <= CONFIG_MAX_UNIX_PATH)
+			return 0;
+		snprintf(err, errlen, "%s: %s: a unix socket path is at most "
+		    "%d bytes", name, key, CONFIG_MAX_UNIX_PATH);
+		return -1;
+	}
+	if (config_split_address(address, host, sizeof(host), port,
+	    sizeof(port), why, sizeof(why)) == 0)
+		return 0;
+	snprintf(err, errlen, "%s: %s: %s", name, key, why);
+	return -1;
 }
 
 int
@@ -417,6 +538,24 @@ config_validate(const struct config *cfg, const char *name, char *err,
 		snprintf(err, errlen, "%s: listen is not set", name);
 		return -1;
 	}
+	if (cfg_check_address("listen", cfg->listen, name, err, errlen) == -1 ||
+	    (cfg->status_listen[0] != '\0' && cfg_check_address(
+	    "pm.status_listen", cfg->status_listen, name, err, errlen) == -1))
+		return -1;
+	/* Two servers on one socket: the kernel would refuse the second. */
+	if (strcmp(cfg->status_listen, cfg->listen) == 0) {
+		snprintf(err, errlen, "%s: pm.status_listen must differ from "
+		    "listen", name);
+		return -1;
+	}
+	/* The status page lives on the master's own socket only: without
+	 * it the path would answer 404 with no hint why. */
+	if (cfg->status_path[0] != '\0' && cfg->status_listen[0] == '\0') {
+		snprintf(err, errlen, "%s: pm.status_path is set but "
+		    "pm.status_listen is not: the status page is served on "
+		    "pm.status_listen only", name);
+		return -1;
+	}
 	if (cfg->ping_path[0] != '\0' && cfg->ping_path[0] != '/') {
 		snprintf(err, errlen, "%s: ping.path must start with /",
 		    name);
@@ -425,6 +564,12 @@ config_validate(const struct config *cfg, const char *name, char *err,
 	if (cfg->status_path[0] != '\0' && cfg->status_path[0] != '/') {
 		snprintf(err, errlen,
 		    "%s: pm.status_path must start with /", name);
+		return -1;
+	}
+	if (cfg->status_path[0] != '\0' &&
+	    strcmp(cfg->status_path, cfg->ping_path) == 0) {
+		snprintf(err, errlen, "%s: pm.status_path and ping.path are "
+		    "both %s", name, cfg->ping_path);
 		return -1;
 	}
 	return 0;

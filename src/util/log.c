@@ -1,7 +1,8 @@
 /*
- * log.c: leveled logging to stderr or a file, shared by master and workers.
- * Each line is formatted into one buffer and written with one write(2), so
- * lines from several workers never interleave.
+ * log.c: leveled logging to stderr, a file or syslog(3), shared by master
+ * and workers. Each line is formatted into one buffer and written with one
+ * write(2) (or one syslog(3) datagram), so lines from several workers
+ * never interleave.
  */
 #include "util/log.h"
 
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,11 +22,15 @@
 
 static enum config_log_level log_level = CONFIG_LOG_NOTICE;
 static char log_path[CONFIG_MAX_VALUE];
+static int log_syslog;			/* 1: error_log = syslog */
+static char log_ident[CONFIG_MAX_VALUE] = "cfpm";	/* openlog keeps it */
+static int log_facility = LOG_DAEMON;
 static const char *log_role = "master";
 static uid_t log_owner_uid = (uid_t)-1;
 static gid_t log_owner_gid = (gid_t)-1;
 
 static const char *const log_names[] = {
+	[CONFIG_LOG_ALERT] = "ALERT",
 	[CONFIG_LOG_ERROR] = "ERROR",
 	[CONFIG_LOG_WARNING] = "WARNING",
 	[CONFIG_LOG_NOTICE] = "NOTICE",
@@ -88,12 +94,28 @@ log_open_file(void)
 	return 0;
 }
 
+void
+log_set_syslog(const char *ident, int facility)
+{
+	snprintf(log_ident, sizeof(log_ident), "%s", ident);
+	log_facility = facility;
+}
+
 int
 log_open(enum config_log_level level, const char *path)
 {
 	log_level = level;
-	if (path == NULL || path[0] == '\0' || strcmp(path, "stderr") == 0) {
-		log_path[0] = '\0';
+	if (log_syslog)
+		closelog();
+	log_syslog = 0;
+	log_path[0] = '\0';
+	if (path == NULL || path[0] == '\0' || strcmp(path, "stderr") == 0)
+		return 0;
+	if (strcmp(path, CONFIG_SYSLOG) == 0) {
+		/* LOG_NDELAY: connected now, before the workers fork and
+		 * their filter; they send on the inherited socket. */
+		openlog(log_ident, LOG_PID | LOG_NDELAY, log_facility);
+		log_syslog = 1;
 		return 0;
 	}
 	snprintf(log_path, sizeof(log_path), "%s", path);
@@ -124,6 +146,16 @@ log_vwrite(enum config_log_level level, const char *fmt, va_list ap)
 
 	if (level > log_level)
 		return;
+	if (log_syslog) {
+		/* syslog adds the time, the ident and the pid itself. */
+		n = snprintf(line, sizeof(line), "%s: ", log_role);
+		if (n < 0 || (size_t)n >= sizeof(line))
+			n = 0;
+		vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+		syslog((int)level, "%s", line);
+		errno = saved;
+		return;
+	}
 	if (log_path[0] == '\0' && getenv("JOURNAL_STREAM") != NULL) {
 		n = snprintf(line, sizeof(line), "<%d>%s %d: ", (int)level,
 		    log_role, (int)getpid());
@@ -211,7 +243,7 @@ fatal(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	log_vwrite(CONFIG_LOG_ERROR, fmt, ap);
+	log_vwrite(CONFIG_LOG_ALERT, fmt, ap);
 	va_end(ap);
 	exit(1);
 }

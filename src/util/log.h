@@ -1,8 +1,11 @@
 /*
- * log.h: one line per event to stderr or the error_log file (any process).
- * Under systemd (JOURNAL_STREAM set) lines carry <N> priority prefixes for
- * journald; otherwise a timestamp, the level and the pid. Never log tokens,
- * signatures or passwords.
+ * log.h: one line per event to stderr, the error_log file or syslog(3)
+ * (any process). Under systemd (JOURNAL_STREAM set) stderr lines carry
+ * <N> priority prefixes for journald; file lines a timestamp, the level
+ * and the pid; syslog gets the level as its priority, the facility and
+ * ident of syslog.facility / syslog.ident and the pid (LOG_PID), as
+ * PHP-FPM's error_log = syslog. Never log tokens, signatures or
+ * passwords.
  */
 #ifndef CFPM_LOG_H
 #define CFPM_LOG_H
@@ -16,12 +19,22 @@
 
 /*
  * Sets the threshold and the destination: path NULL or "stderr" keeps
- * stderr, anything else is opened for append (and dup'ed onto stderr, so
- * libraries writing to stderr land there too). Returns 0 or -1 (errno).
+ * stderr; CONFIG_SYSLOG ("syslog") sends every line to syslog(3) with the
+ * ident and facility of log_set_syslog(), connecting at once so that
+ * workers inherit the connection (stderr is left as it is); anything else
+ * is opened for append (and dup'ed onto stderr, so libraries writing to
+ * stderr land there too). Returns 0 or -1 (errno).
  */
 int log_open(enum config_log_level level, const char *path);
 
-/* Reopens the error_log file after rotation (SIGUSR1). Returns 0 or -1. */
+/*
+ * The ident (copied, cut to CONFIG_MAX_VALUE) and facility (LOG_DAEMON,
+ * ...) for error_log = syslog; used by the next log_open().
+ */
+void log_set_syslog(const char *ident, int facility);
+
+/* Reopens the error_log file after rotation (SIGUSR1); nothing to do
+ * for stderr and syslog. Returns 0 or -1. */
 int log_reopen(void);
 
 /*
@@ -77,7 +90,8 @@ struct log_flood {
 int log_flood(struct log_flood *f, enum config_log_level level,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Logs at error level and exits 1: startup failures only. */
+/* Logs at alert level (always shown, as PHP-FPM's fatal lines) and
+ * exits 1: startup failures only. */
 void fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
 

@@ -58,6 +58,7 @@ check_cfg(const struct config *c)
 	check_str(c->access_log);
 	check_str(c->access_format);
 	check_str(c->status_listen);
+	check_str(c->syslog_ident);
 	if (c->listen_backlog < 1 || c->listen_backlog > 65535 ||
 	    c->listen_mode > 07777 ||
 	    c->max_children < 1 || c->max_children > CONFIG_MAX_CHILDREN ||
@@ -72,7 +73,8 @@ check_cfg(const struct config *c)
 	    (c->auth_errors != CONFIG_AUTH_RFC6750 &&
 	    c->auth_errors != CONFIG_AUTH_COMPAT) ||
 	    (c->auth_typ_strict != 0 && c->auth_typ_strict != 1) ||
-	    c->log_level < CONFIG_LOG_ERROR || c->log_level > CONFIG_LOG_DEBUG)
+	    c->log_level < CONFIG_LOG_ALERT || c->log_level > CONFIG_LOG_DEBUG ||
+	    c->syslog_facility < 0)
 		abort();
 }
 

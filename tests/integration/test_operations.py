@@ -305,8 +305,9 @@ def test_terminate(tap, stack):
 
 
 def test_notify(tap, stack):
-    """READY=1 after the workers prepared, RELOADING=1/READY=1 around a
-    reload, STATUS= lines, WATCHDOG=1, STOPPING=1 at stop."""
+    """READY=1 once the workers serve (with PostgreSQL up: connected and
+    prepared), RELOADING=1/READY=1 around a reload, STATUS= lines,
+    WATCHDOG=1, STOPPING=1 at stop."""
     ns = ct.NotifySocket(os.path.join(stack.dir, "notify.sock"))
     conf = stack.write_config(stack_settings(stack, {}))
     c = stack.spawn_cfpm(conf, env={"NOTIFY_SOCKET": ns.path,

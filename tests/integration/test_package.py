@@ -70,6 +70,7 @@ INSTALLED = {
     PREFIX + "/share/man/man1/cfpm-token.1",
     UNITDIR + "/cfpm.service",
     UNITDIR + "/cfpm.socket",
+    UNITDIR + "/cfpm-status.socket",
     PREFIX + "/lib/sysusers.d/cfpm.conf",
     PREFIX + "/lib/tmpfiles.d/cfpm.conf",
     SYSCONFDIR + "/logrotate.d/cfpm",
@@ -84,6 +85,7 @@ PACKAGED = {
     "/usr/share/man/man8/cfpm.8.gz", "/usr/share/man/man5/cfpm.conf.5.gz",
     "/usr/share/man/man1/cfpm-token.1.gz",
     "/lib/systemd/system/cfpm.service", "/lib/systemd/system/cfpm.socket",
+    "/lib/systemd/system/cfpm-status.socket",
     "/usr/lib/sysusers.d/cfpm.conf", "/usr/lib/tmpfiles.d/cfpm.conf",
     "/etc/logrotate.d/cfpm", "/etc/cfpm/cfpm.conf",
     "/usr/share/doc/cfpm/examples/cfpm.conf",
@@ -262,7 +264,8 @@ def check_verify(t, dest, tmp):
               "mount --bind %(d)s%(etc)s %(etc)s && "
               "MANPATH=%(p)s/share/man systemd-analyze verify %(man)s%%s" %
               {"d": dest, "etc": SYSCONFDIR, "p": PREFIX, "man": man})
-    units = "%s/cfpm.service %s/cfpm.socket" % (UNITDIR, UNITDIR)
+    units = "%s/cfpm.service %s/cfpm.socket %s/cfpm-status.socket" % (
+        UNITDIR, UNITDIR, UNITDIR)
     rc, out, err = run([unshare, "-m", "--propagation", "private", "sh",
                         "-c", script % units], timeout=120)
     t.ok(rc == 0 and err.strip() == "",

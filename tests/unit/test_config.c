@@ -1,8 +1,10 @@
 /*
- * test_config.c: config parsing, defaults, and file:line errors.
+ * test_config.c: config parsing, defaults, file:line errors, include lines
+ * through the loader's callback, address forms and cross-key rules.
  */
 #include <stdio.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "util/config.h"
 #include "tap.h"
@@ -45,6 +47,194 @@ test_defaults(void)
 	is_str(cfg.status_owner, "", "default pm.status_listen.owner");
 	is_str(cfg.status_group, "", "default pm.status_listen.group");
 	is_int(cfg.worker_seccomp, 1, "default worker.seccomp on");
+	is_str(cfg.syslog_ident, "cfpm", "default syslog.ident");
+	is_int(cfg.syslog_facility, LOG_DAEMON, "default syslog.facility "
+	    "daemon (PHP-FPM's)");
+}
+
+/* PHP-FPM's error_log = syslog with its two keys, and its levels. */
+static void
+test_syslog_and_levels(void)
+{
+	static struct config cfg;
+	char err[CONFIG_ERR_LEN];
+	const char *levels[] = { "alert", "error", "warning", "notice",
+	    "info", "debug" };
+	const int want[] = { CONFIG_LOG_ALERT, CONFIG_LOG_ERROR,
+	    CONFIG_LOG_WARNING, CONFIG_LOG_NOTICE, CONFIG_LOG_INFO,
+	    CONFIG_LOG_DEBUG };
+	char text[64];
+	size_t i;
+
+	is_int(parse(&cfg, "error_log = syslog\nsyslog.ident = fpm-events\n"
+	    "syslog.facility = local3\n", err, sizeof(err)), 0,
+	    "error_log = syslog with ident and facility (%s)", err);
+	is_str(cfg.error_log, CONFIG_SYSLOG, "error_log is the syslog keyword");
+	is_str(cfg.syslog_ident, "fpm-events", "syslog.ident");
+	is_int(cfg.syslog_facility, LOG_LOCAL3, "syslog.facility local3");
+	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		snprintf(text, sizeof(text), "log_level = %s\n", levels[i]);
+		is_int(parse(&cfg, text, err, sizeof(err)), 0, "log_level = %s",
+		    levels[i]);
+		is_int(cfg.log_level, want[i], "log_level %s is priority %d",
+		    levels[i], want[i]);
+	}
+	is_int(LOG_ALERT, CONFIG_LOG_ALERT, "alert is syslog's LOG_ALERT");
+	is_int(LOG_ERR, CONFIG_LOG_ERROR, "error is syslog's LOG_ERR");
+}
+
+/* What the fake loader saw, and what it does. */
+struct fake_loader {
+	int	calls;
+	char	pattern[64];
+	char	from[16];
+	int	line;
+	int	fail;		/* answer -1 with a message */
+};
+
+/* config_include_fn: an "included file" that sets pm.max_children. */
+static int
+fake_include(void *arg, struct config *cfg, const char *pattern,
+    const char *from, int line, char *err, size_t errlen)
+{
+	struct fake_loader *f = arg;
+
+	f->calls++;
+	snprintf(f->pattern, sizeof(f->pattern), "%s", pattern);
+	snprintf(f->from, sizeof(f->from), "%s", from);
+	f->line = line;
+	if (f->fail) {
+		snprintf(err, errlen, "inc.conf:2: unknown key \"x\" "
+		    "(included from %s:%d)", from, line);
+		return -1;
+	}
+	cfg->max_children = 77;
+	return 0;
+}
+
+static void
+test_include(void)
+{
+	static struct config cfg;
+	struct fake_loader f;
+	char err[CONFIG_ERR_LEN];
+	const char *text = "pm.max_children = 3\n"
+	    "include = \"/etc/cfpm/pool.d/*.conf\"\n"
+	    "pm.max_requests = 9\n";
+
+	memset(&f, 0, sizeof(f));
+	config_defaults(&cfg);
+	is_int(config_parse_with(&cfg, "t.conf", text, strlen(text),
+	    fake_include, &f, err, sizeof(err)), 0, "include line parses (%s)",
+	    err);
+	is_int(f.calls, 1, "the loader is called once");
+	is_str(f.pattern, "/etc/cfpm/pool.d/*.conf", "with the unquoted "
+	    "pattern");
+	ok(strcmp(f.from, "t.conf") == 0 && f.line == 2,
+	    "and where the include is (%s:%d)", f.from, f.line);
+	is_int(cfg.max_children, 77, "the included settings apply in place");
+	is_int(cfg.max_requests, 9, "the lines after the include still do");
+
+	memset(&f, 0, sizeof(f));
+	f.fail = 1;
+	config_defaults(&cfg);
+	is_int(config_parse_with(&cfg, "t.conf", text, strlen(text),
+	    fake_include, &f, err, sizeof(err)), -1, "a failing include "
+	    "fails the parse");
+	is_str(err, "inc.conf:2: unknown key \"x\" (included from t.conf:2)",
+	    "the loader's message comes back unchanged");
+	is_int(cfg.max_requests, 0, "nothing after the failed include is "
+	    "parsed");
+
+	expect_error("include = /x/*.conf\n", "t.conf:1: include: only a "
+	    "configuration file", "include without a loader (config_parse)");
+	memset(&f, 0, sizeof(f));
+	config_defaults(&cfg);
+	is_int(config_parse_with(&cfg, "t.conf", "include =\n", 10,
+	    fake_include, &f, err, sizeof(err)), -1, "an empty include");
+	ok(strstr(err, "t.conf:1: include: empty pattern") != NULL &&
+	    f.calls == 0, "is refused before the loader: %s", err);
+}
+
+/* validate(text) after the defaults: 0 or -1, the message in err. */
+static int
+validate(const char *text, char *err, size_t errlen)
+{
+	static struct config cfg;
+
+	if (parse(&cfg, text, err, errlen) == -1)
+		return -2;
+	err[0] = '\0';
+	return config_validate(&cfg, "t.conf", err, errlen);
+}
+
+/* Addresses: what bind() would refuse is refused by -t already. */
+static void
+test_addresses(void)
+{
+	static const struct {
+		const char *text, *want;	/* want NULL: valid */
+	} cases[] = {
+		{ "listen = /run/cfpm/cfpm.sock\n", NULL },
+		{ "listen = 127.0.0.1:9000\n", NULL },
+		{ "listen = [::1]:9000\n", NULL },
+		{ "listen = 9000\n", NULL },
+		{ "listen = localhost:65535\n", NULL },
+		{ "listen = notaport:xx\n", "t.conf: listen: \"notaport:xx\" "
+		    "is not a path, host:port" },
+		{ "listen = 127.0.0.1:0\n", "port 1..65535" },
+		{ "listen = 127.0.0.1:65536\n", "port 1..65535" },
+		{ "listen = 127.0.0.1:\n", "is not a path" },
+		{ "listen = :9000\n", "no host before the port" },
+		{ "listen = [::1]\n", "expected [v6addr]:port" },
+		{ "listen = cfpm.sock\n", "is not a path" },
+		{ "listen = /" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		    "aaa\n", "a unix socket path is at most 107 bytes" },
+		{ "pm.status_listen = 127.0.0.1:x\n", "t.conf: "
+		    "pm.status_listen: \"127.0.0.1:x\"" },
+	};
+	char err[CONFIG_ERR_LEN];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (cases[i].want == NULL) {
+			is_int(validate(cases[i].text, err, sizeof(err)), 0,
+			    "valid: %.40s (%s)", cases[i].text, err);
+			continue;
+		}
+		is_int(validate(cases[i].text, err, sizeof(err)), -1,
+		    "refused: %.40s", cases[i].text);
+		ok(strstr(err, cases[i].want) != NULL, "message \"%s\" has "
+		    "\"%s\"", err, cases[i].want);
+	}
+}
+
+/* Settings that only make sense together. */
+static void
+test_cross_keys(void)
+{
+	char err[CONFIG_ERR_LEN];
+
+	is_int(validate("pm.status_path = /status\n", err, sizeof(err)), -1,
+	    "pm.status_path without pm.status_listen");
+	ok(strstr(err, "t.conf: pm.status_path is set but pm.status_listen "
+	    "is not") != NULL, "message: %s", err);
+	is_int(validate("pm.status_path = /status\n"
+	    "pm.status_listen = /run/cfpm/status.sock\n", err, sizeof(err)),
+	    0, "pm.status_path with pm.status_listen (%s)", err);
+	is_int(validate("pm.status_listen = /run/cfpm/cfpm.sock\n", err,
+	    sizeof(err)), -1, "pm.status_listen on the pool's socket");
+	ok(strstr(err, "pm.status_listen must differ from listen") != NULL,
+	    "message: %s", err);
+	is_int(validate("pm.status_listen = /run/cfpm/status.sock\n"
+	    "pm.status_path = /ping\nping.path = /ping\n", err, sizeof(err)),
+	    -1, "status and ping on one path");
+	ok(strstr(err, "pm.status_path and ping.path are both /ping") != NULL,
+	    "message: %s", err);
+	is_int(validate("pm.status_listen = /run/cfpm/status.sock\n", err,
+	    sizeof(err)), 0, "a status socket without a status path (ping "
+	    "only) is fine (%s)", err);
 }
 
 static void
@@ -134,7 +324,10 @@ test_errors(void)
 	expect_error("auth.errors = loud\n", "expected rfc6750 or compat",
 	    "bad auth.errors");
 	expect_error("auth.typ = maybe\n", "expected lenient or strict", "bad typ");
-	expect_error("log_level = chatty\n", "expected error, warning, notice, info or debug", "bad level");
+	expect_error("log_level = chatty\n", "expected alert, error, warning, "
+	    "notice, info or debug", "bad level");
+	expect_error("syslog.facility = local8\n", "syslog.facility: expected "
+	    "auth, authpriv", "bad syslog.facility");
 	expect_error("listen = \"/x\n", "unbalanced quotes", "lone quote");
 	expect_error("[www\n", "section", "unterminated section");
 	expect_error("listen = \"a\"b\"\n", "unescaped quote",
@@ -231,6 +424,10 @@ int
 main(void)
 {
 	test_defaults();
+	test_syslog_and_levels();
+	test_include();
+	test_addresses();
+	test_cross_keys();
 	test_full();
 	test_errors();
 	test_long_line();

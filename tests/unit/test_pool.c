@@ -1,8 +1,10 @@
 /*
  * test_pool.c: the pool's policy (pool.c) through step-by-step scenarios:
  * start-up and readiness, a recycle, a reload during a recycle, a reload
- * during a reload, a crash during a reload and its deadline, backoff
- * growth, cap and reset, exit statuses, death reasons, a stop. Each step
+ * during a reload, a crash during a reload and its deadline, start-up,
+ * reload and recycle while the database is down (READY=1 without it, and
+ * never a connected worker retired for one that is not), backoff growth,
+ * cap and reset, exit statuses, death reasons, a stop. Each step
  * asserts exact outcomes. A small simulator plays the master's part
  * (claiming slots, signalling, reaping) with no process at all.
  */
@@ -95,14 +97,36 @@ sim_reload(struct sim *m, unsigned max_children)
 	    max_children, T_PCT, m->now);
 }
 
-/* Marks slots first..first+n-1 ready. */
+/* Marks slots first..first+n-1 serving, connected and prepared. */
 static void
 sim_ready(struct sim *m, int first, int n)
 {
 	int i;
 
 	for (i = first; i < first + n; i++)
-		m->s[i].ready = 1;
+		m->s[i].serving = m->s[i].ready = m->s[i].db_ok = 1;
+}
+
+/* Marks slots first..first+n-1 serving without a database: their first
+ * connection attempt failed and they accept all the same. */
+static void
+sim_accepting(struct sim *m, int first, int n)
+{
+	int i;
+
+	for (i = first; i < first + n; i++)
+		m->s[i].serving = 1;
+}
+
+/* The database goes away under slots first..first+n-1 (ready stays:
+ * they were prepared once). */
+static void
+sim_db_lost(struct sim *m, int first, int n)
+{
+	int i;
+
+	for (i = first; i < first + n; i++)
+		m->s[i].db_ok = 0;
 }
 
 /* A pool of max_children started and ready at time 0. */
@@ -112,6 +136,24 @@ sim_serving(struct sim *m, unsigned max_children)
 	sim_init(m, max_children);
 	sim_spawn(m, NULL);
 	sim_ready(m, 0, (int)max_children);
+}
+
+/*
+ * A pool of max_children serving since 0, READY=1 sent, reloaded at at_us
+ * to as many workers, and the new generation forked. Returns the first
+ * new slot.
+ */
+static int
+sim_reloaded(struct sim *m, unsigned max_children, int64_t at_us)
+{
+	int first = -1;
+
+	sim_serving(m, max_children);
+	(void)pool_ready(&m->p, m->s, T_SLOTS);
+	m->now = at_us;
+	sim_reload(m, max_children);
+	sim_spawn(m, &first);
+	return first;
 }
 
 /* 1 if act[] retires exactly the slots in want (a -1 terminated list)
@@ -129,6 +171,29 @@ acts_are(const struct sim *m, const int *want)
 		if (m->act[i] != exp[i])
 			return 0;
 	return 1;
+}
+
+/*
+ * The old workers listed in want (slot, action pairs, -1 terminated)
+ * retire now and nobody else does; READY=1 waits while they live; their
+ * exits are no respawns; READY=1 comes once they are gone.
+ */
+static void
+sim_old_leave(struct sim *m, const int *want, const char *what)
+{
+	int i, n = 0, respawns = 0;
+
+	for (i = 0; want[i] != -1; i += 2)
+		n++;
+	is_int(sim_retire(m), n, "%s: %d old workers retire", what, n);
+	ok(acts_are(m, want), "%s: exactly those, each as expected", what);
+	is_int(pool_ready(&m->p, m->s, T_SLOTS), 0, "%s: not ready while an "
+	    "old worker lives", what);
+	for (i = 0; want[i] != -1; i += 2)
+		respawns += sim_die(m, want[i], EXITED(0));
+	is_int(respawns, 0, "%s: their exits are no respawns", what);
+	is_int(pool_ready(&m->p, m->s, T_SLOTS), 1, "%s: ready when the last "
+	    "old one is gone", what);
 }
 
 static void
@@ -215,17 +280,8 @@ test_reload_during_recycle(void)
 	    "2 new workers ready");
 	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "reload/recycle: not ready");
 	sim_ready(&m, d + 1, 1);
-	is_int(sim_retire(&m), 3, "reload/recycle: all 2 new ready: A, B, C "
-	    "retire");
-	ok(acts_are(&m, want), "reload/recycle: A as a reload, not a "
-	    "recycle (the reload replaced it)");
-	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "reload/recycle: not ready "
-	    "while an old worker lives");
-	is_int(sim_die(&m, 0, EXITED(0)) + sim_die(&m, 1, EXITED(0)) +
-	    sim_die(&m, 2, EXITED(0)), 0, "reload/recycle: their exits are no "
-	    "respawns");
-	is_int(pool_ready(&m.p, m.s, T_SLOTS), 1, "reload/recycle: ready when "
-	    "the last old one is gone");
+	/* A goes as a reload, not a recycle: the reload replaced it. */
+	sim_old_leave(&m, want, "reload/recycle: all 2 new ready");
 	is_int(m.p.reload_deadline_us, 0, "reload/recycle: the reload's wait "
 	    "is over");
 	is_int(m.respawns[SB_REASON_RECYCLE], 0, "reload/recycle: A counted "
@@ -280,11 +336,7 @@ test_crash_during_reload(void)
 
 	diag("crash during a reload: backoff, and the old generation serves "
 	    "until ready or the deadline");
-	sim_serving(&m, 2);
-	(void)pool_ready(&m.p, m.s, T_SLOTS);
-	m.now = 10 * T_S;
-	sim_reload(&m, 2);
-	sim_spawn(&m, &c);			/* C (2) and D (3) */
+	c = sim_reloaded(&m, 2, 10 * T_S);	/* C (2) and D (3) */
 	m.now += 300 * T_MS;
 	is_int(sim_die(&m, c, EXITED(1)), 1, "crash/reload: C's failed start "
 	    "is a respawn");
@@ -327,6 +379,78 @@ test_crash_during_reload(void)
 	is_int(pool_ready(&m.p, m.s, T_SLOTS), 1, "crash/reload: ready");
 	is_int(m.respawns[SB_REASON_EXIT] + m.respawns[SB_REASON_CRASH], 2,
 	    "crash/reload: two respawns, one exit and one crash");
+}
+
+static void
+test_db_down(void)
+{
+	static const int both[] = { 0, POOL_RETIRE, 1, POOL_RETIRE, -1 };
+	static const int first[] = { 0, POOL_RECYCLE, -1 };
+	struct sim m;
+	int c = -1;
+
+	diag("database down at start: READY=1 once every worker accepts");
+	sim_init(&m, 3);
+	sim_spawn(&m, NULL);
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "db down/start: not ready "
+	    "while the workers make their first attempt");
+	sim_accepting(&m, 0, 2);
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "db down/start: not ready "
+	    "with 2 of 3 accepting");
+	sim_accepting(&m, 2, 1);
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 1, "db down/start: ready with "
+	    "3 of 3 accepting, none connected");
+	sim_ready(&m, 0, 3);
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "db down/start: the "
+	    "database's return sends nothing more");
+
+	diag("reload during an outage: the old workers have no database "
+	    "either");
+	c = sim_reloaded(&m, 2, 30 * T_S);
+	sim_db_lost(&m, 0, 2);			/* the old two */
+	is_int(c, 2, "outage/reload: two new workers, from slot 2");
+	is_int(sim_retire(&m), 0, "outage/reload: none retires while the "
+	    "new ones start");
+	sim_accepting(&m, c, 2);
+	/* At once, not at the deadline; READY=1 without the database. */
+	sim_old_leave(&m, both, "outage/reload: the new ones accept");
+	ok(m.now < 30 * T_S + (T_PCT + POOL_RELOAD_GRACE_S) * T_S,
+	    "outage/reload: before the reload deadline");
+
+	diag("reload while the old workers have the database and the new "
+	    "ones cannot connect (a wrong db.conninfo, max_connections)");
+	c = sim_reloaded(&m, 2, 40 * T_S);
+	sim_accepting(&m, c, 2);
+	is_int(sim_retire(&m), 0, "no db/reload: connected workers are not "
+	    "retired for unconnected ones");
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 0, "no db/reload: not ready");
+	m.now = m.p.reload_deadline_us;
+	is_int(sim_retire(&m), 2, "no db/reload: at the reload deadline they "
+	    "go anyway (bounded)");
+	sim_die(&m, 0, EXITED(0));
+	sim_die(&m, 1, EXITED(0));
+	is_int(pool_ready(&m.p, m.s, T_SLOTS), 1, "no db/reload: then "
+	    "READY=1");
+
+	diag("recycle during an outage, and with the database up");
+	sim_serving(&m, 2);
+	(void)pool_ready(&m.p, m.s, T_SLOTS);
+	sim_db_lost(&m, 0, 2);
+	m.s[0].retire = 1;
+	sim_spawn(&m, &c);
+	is_int(sim_retire(&m), 0, "outage/recycle: not before the "
+	    "replacement accepts");
+	sim_accepting(&m, c, 1);
+	is_int(sim_retire(&m), 1, "outage/recycle: retired once it accepts");
+	ok(acts_are(&m, first), "outage/recycle: slot 0, as a recycle");
+	sim_serving(&m, 2);
+	m.s[0].retire = 1;
+	sim_spawn(&m, &c);
+	sim_accepting(&m, c, 1);
+	is_int(sim_retire(&m), 0, "db up/recycle: a replacement without its "
+	    "connection does not retire a connected worker");
+	sim_ready(&m, c, 1);
+	is_int(sim_retire(&m), 1, "db up/recycle: it does once connected");
 }
 
 static void
@@ -470,13 +594,25 @@ test_ready(void)
 	v.ready = 1;
 	v.phase = SB_STARTING;
 	pool_slot_from(&s, &v);
-	is_int(s.ready, 0, "view: prepared but still starting is not ready");
+	ok(s.ready == 0 && s.serving == 0, "view: prepared but still "
+	    "starting is neither serving nor ready");
 	v.phase = SB_IDLE;
 	v.retire = 1;
+	v.db_ok = 1;
 	pool_slot_from(&s, &v);
-	ok(s.ready == 1 && s.retire == 1 && s.generation == 7 &&
-	    s.started_us == 42 && s.life == SB_LIFE_RUNNING,
-	    "view: serving: ready, with its retire flag, generation, start");
+	ok(s.ready == 1 && s.serving == 1 && s.db_ok == 1 && s.retire == 1 &&
+	    s.generation == 7 && s.started_us == 42 &&
+	    s.life == SB_LIFE_RUNNING, "view: serving: ready, connected, with "
+	    "its retire flag, generation, start");
+	v.ready = 0;
+	v.db_ok = 0;
+	v.phase = SB_DB;
+	pool_slot_from(&s, &v);
+	ok(s.serving == 1 && s.ready == 0 && s.db_ok == 0, "view: serving "
+	    "(a request) without ever having connected");
+	v.phase = SB_EXITING;
+	pool_slot_from(&s, &v);
+	is_int(s.serving, 0, "view: leaving is not serving");
 }
 
 static void
@@ -506,6 +642,7 @@ main(void)
 	test_reload_during_recycle();
 	test_reload_during_reload();
 	test_crash_during_reload();
+	test_db_down();
 	test_backoff();
 	test_deaths();
 	test_ready();
