@@ -152,7 +152,7 @@ http_reply(struct http_request *r, int status, const char *content_type,
 	unsigned char *out = out_static;
 	char head[HTTP_MAX_HEAD];
 	size_t need, n;
-	int hlen, rc;
+	int hlen;
 
 	if (r->replied || (hlen = http_head(head, sizeof(head), status,
 	    content_type, len, extra_headers)) == -1)
@@ -165,9 +165,23 @@ http_reply(struct http_request *r, int status, const char *content_type,
 	n = fcgi_reply(r->fcgi_id, head, (size_t)hlen, body, len, out);
 	if (r->release)
 		n += fcgi_release(r->fcgi_id, out + n);
-	rc = conn_send(r->fd, out, n, r->write_timeout_ms);
-	if (out != out_static)
-		free(out);
+	r->out = out;
+	r->out_len = n;
+	r->out_owned = out != out_static;
+	return 0;
+}
+
+int
+http_flush(struct http_request *r)
+{
+	int rc;
+
+	if (r->out == NULL)
+		return -1;
+	rc = conn_send(r->fd, r->out, r->out_len, r->write_timeout_ms);
+	if (r->out_owned)
+		free(r->out);
+	r->out = NULL;
 	return rc;
 }
 

@@ -2,8 +2,9 @@
  * http.h: the request view and the reply writer (worker). A request is
  * read whole and checked before it is served (conn.h); the application
  * sees method, raw path, headers and a capped body through struct
- * http_request, and sends its one reply with http_reply(), which frames
- * it and writes it, FCGI_END_REQUEST included, in one write.
+ * http_request, and gives its one reply to http_reply(), which frames it,
+ * FCGI_END_REQUEST included; the server sends it with one write once the
+ * request is accounted for (http_flush).
  */
 #ifndef CFPM_HTTP_H
 #define CFPM_HTTP_H
@@ -54,6 +55,9 @@ struct http_request {
 						   (fcgi_release) */
 	int			 write_timeout_ms; /* bound on the reply */
 	int			 replied;	/* http_reply ran */
+	unsigned char		*out;		/* the framed reply, unsent */
+	size_t			 out_len;
+	int			 out_owned;	/* out was allocated */
 	const unsigned char	*params;	/* name-value pairs */
 	size_t			 params_len;
 	const unsigned char	*body;		/* the whole body */
@@ -84,11 +88,13 @@ enum http_body_result http_read_body(struct http_request *r, char *buf,
     size_t cap, size_t *len);
 
 /*
- * Sends the complete reply, once: status line, Content-Type, the optional
- * extra header lines (each ending in "\r\n"), then len bytes of body, and
- * the end of the FastCGI request, in one write. Returns 0, or -1 if the
- * head does not fit HTTP_MAX_HEAD, the write failed (the client went
- * away) or a reply was sent already.
+ * The complete reply, once: status line, Content-Type, the optional extra
+ * header lines (each ending in "\r\n"), then len bytes of body, framed
+ * with the end of the FastCGI request; it goes out in one write when the
+ * handler has returned and the server has accounted for the request
+ * (http_flush: the access log and the status page have it before the
+ * client does). Returns 0, or -1 if the head does not fit HTTP_MAX_HEAD,
+ * memory ran out or a reply was given already.
  */
 int http_reply(struct http_request *r, int status, const char *content_type,
     const char *extra_headers, const char *body, size_t len);
@@ -101,6 +107,13 @@ int http_reply(struct http_request *r, int status, const char *content_type,
  */
 int http_head(char *buf, size_t cap, int status, const char *content_type,
     size_t len, const char *extra_headers);
+
+/*
+ * The server's, after the handler: sends the framed reply (bounded by
+ * write_timeout_ms) and frees it. Returns 0, or -1 if there was none or
+ * the client went away.
+ */
+int http_flush(struct http_request *r);
 
 /* Reports the phase the request's handler enters (app.h). */
 void http_phase(struct http_request *r, enum http_phase phase);

@@ -298,13 +298,11 @@ worker_serve(struct worker_ctx *w, int fd, const struct fcgi_request *fr,
 	    r.path_len, r.content_length, start);
 	if (w->db != NULL)
 		db_watch_client(w->db, fd);
-	rc = worker_dispatch(w, &r);
-	/* FastCGI needs an end: an application that sent nothing gets 500. */
+	(void)worker_dispatch(w, &r);
+	/* FastCGI needs an end: an application that gave none gets 500. */
 	if (!r.replied)
-		rc = http_error(&r, 500, "server_error", NULL);
+		(void)http_error(&r, 500, "server_error", NULL);
 	gone = w->db != NULL && db_client_gone(w->db);
-	if (rc == -1 || gone)
-		worker_client_gone(&r, gone);
 	if (w->db != NULL)
 		db_watch_client(w->db, -1);
 	if (timeout > 0)
@@ -316,6 +314,9 @@ worker_serve(struct worker_ctx *w, int fd, const struct fcgi_request *fr,
 	worker_note_db(w);
 	scoreboard_count(w->sb, r.status);
 	worker_log_access(w->cfg, &r, duration, cpu);
+	/* Accounted for: now the client may have it. */
+	if ((rc = http_flush(&r)) == -1 || gone)
+		worker_client_gone(&r, gone);
 	return rc == -1 || gone ? -1 : 0;
 }
 
