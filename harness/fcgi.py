@@ -3,7 +3,8 @@ fcgi.py: a FastCGI responder client that talks to cfpm's socket directly,
 without nginx: for requests nginx would never send (odd CONTENT_LENGTH,
 huge params, a body past nginx's limit) and for checking cfpm's own
 answers. Record and parameter encoders are exported for tests that build
-their own byte streams.
+their own byte streams. KeptConnection plays nginx's part with
+fastcgi_keep_conn: several requests on one connection, every record seen.
 """
 
 import socket
@@ -16,6 +17,7 @@ FCGI_VERSION = 1
 FCGI_BEGIN_REQUEST, FCGI_END_REQUEST, FCGI_PARAMS, FCGI_STDIN, \
     FCGI_STDOUT, FCGI_STDERR = 1, 3, 4, 5, 6, 7
 FCGI_RESPONDER = 1
+FCGI_KEEP_CONN = 1              # FCGI_BEGIN_REQUEST's flags
 FCGI_HEADER_LEN = 8
 FCGI_MAX_CONTENT = 65535        # a record's content length is 16 bits
 FCGI_SHORT_LEN = 128            # name/value lengths below: one byte
@@ -101,6 +103,38 @@ def _parse(stdout, elapsed):
     return Response(status, reason, hl, rbody, elapsed)
 
 
+def _request_bytes(params, body, flags=0):
+    """A whole request's records: params (a dict), body as stdin."""
+    msg = fcgi_record(FCGI_BEGIN_REQUEST, struct.pack("!HB5x",
+                                                      FCGI_RESPONDER, flags))
+    msg += _stream(FCGI_PARAMS, fcgi_params(params))
+    return msg + _stream(FCGI_STDIN, body)
+
+
+def _split_records(buf):
+    """(records, rest): the whole records at the start of buf as
+    (type, content) pairs, and the bytes after them."""
+    out = []
+    while len(buf) >= FCGI_HEADER_LEN:
+        _, rtype, _, clen, plen, _ = struct.unpack(
+            "!BBHHBB", buf[:FCGI_HEADER_LEN])
+        if len(buf) < FCGI_HEADER_LEN + clen + plen:
+            break
+        out.append((rtype, buf[FCGI_HEADER_LEN:FCGI_HEADER_LEN + clen]))
+        buf = buf[FCGI_HEADER_LEN + clen + plen:]
+    return out, buf
+
+
+def _connect(address, timeout):
+    if isinstance(address, str):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    else:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(address)
+    return s
+
+
 def fcgi_request(address, method, uri, headers=None, body=b"",
                  content_length=None, timeout=10, extra=None):
     """One FastCGI responder request to address (unix path or (host,
@@ -119,18 +153,11 @@ def fcgi_exact(address, params, body=b"", timeout=10):
     fcgi_request (status 200 when the reply has no Status line, as a web
     server reads a CGI reply)."""
     t0 = time.monotonic()
-    msg = fcgi_record(FCGI_BEGIN_REQUEST, struct.pack("!HB5x",
-                                                      FCGI_RESPONDER, 0))
-    msg += _stream(FCGI_PARAMS, fcgi_params(params))
-    msg += _stream(FCGI_STDIN, body)
-    if isinstance(address, str):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    else:
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(timeout)
+    msg = _request_bytes(params, body)
     stdout = b""
+    s = None
     try:
-        s.connect(address)
+        s = _connect(address, timeout)
         try:
             s.sendall(msg)
         except OSError:
@@ -141,14 +168,8 @@ def fcgi_exact(address, params, body=b"", timeout=10):
             chunk = s.recv(FCGI_RECV)
             if not chunk:
                 break
-            buf += chunk
-            while len(buf) >= FCGI_HEADER_LEN:
-                _, rtype, _, clen, plen, _ = struct.unpack(
-                    "!BBHHBB", buf[:FCGI_HEADER_LEN])
-                if len(buf) < FCGI_HEADER_LEN + clen + plen:
-                    break
-                content = buf[FCGI_HEADER_LEN:FCGI_HEADER_LEN + clen]
-                buf = buf[FCGI_HEADER_LEN + clen + plen:]
+            records, buf = _split_records(buf + chunk)
+            for rtype, content in records:
                 if rtype == FCGI_STDOUT:
                     stdout += content
                 elif rtype == FCGI_END_REQUEST:
@@ -158,5 +179,76 @@ def fcgi_exact(address, params, body=b"", timeout=10):
         if not stdout:
             return NoResponse(repr(e), time.monotonic() - t0)
     finally:
-        s.close()
+        if s is not None:
+            s.close()
     return _parse(stdout, time.monotonic() - t0)
+
+
+class KeptConnection:
+    """One connection used the way nginx's keepalive cache uses it:
+    requests sent one at a time with FCGI_KEEP_CONN (or without), every
+    record that comes back recorded, the close observed."""
+
+    def __init__(self, address, timeout=10):
+        self.sock = _connect(address, timeout)
+        self.buf = b""
+        self.eof = False
+
+    def send(self, method, uri, headers=None, body=b"", keep=True,
+             extra=None):
+        """Writes one request; False if the write failed (closed)."""
+        try:
+            self.sock.sendall(_request_bytes(
+                cgi_params(method, uri, headers, body, None, extra), body,
+                FCGI_KEEP_CONN if keep else 0))
+            return True
+        except OSError:
+            return False
+
+    def records(self, timeout, until_end=False):
+        """The records that arrive within timeout seconds (stops early at
+        the peer's close, and with until_end after FCGI_END_REQUEST), as
+        (type, content) pairs; sets self.eof at the close."""
+        out = []
+        deadline = time.monotonic() + timeout
+        while not self.eof:
+            records, self.buf = _split_records(self.buf)
+            out += records
+            if until_end and any(r[0] == FCGI_END_REQUEST for r in out):
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(FCGI_RECV)
+            except socket.timeout:
+                break
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.eof = True
+            self.buf += chunk
+        return out
+
+    def request(self, method, uri, timeout=10, **kw):
+        """send() then the reply: (Response, the records after
+        FCGI_END_REQUEST that came with it: cfpm writes a reply whole)."""
+        t0 = time.monotonic()
+        if not self.send(method, uri, **kw):
+            return NoResponse("write failed", 0), []
+        recs = self.records(timeout, until_end=True)
+        ends = [i for i, r in enumerate(recs) if r[0] == FCGI_END_REQUEST]
+        if not ends:
+            return NoResponse("no FCGI_END_REQUEST", 0), recs
+        stdout = b"".join(c for t, c in recs[:ends[0]] if t == FCGI_STDOUT)
+        resp = _parse(stdout, time.monotonic() - t0)
+        return resp, recs[ends[0] + 1:] + self.records(0)
+
+    def closed_by_peer(self, timeout):
+        """True once the peer has closed (within timeout seconds)."""
+        self.records(timeout)
+        return self.eof
+
+    def close(self):
+        self.sock.close()

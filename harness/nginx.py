@@ -95,26 +95,22 @@ STATIC_SITE = SERVER_HEAD + """\
 """
 
 
-def cfpm_site(upstream, port, status_upstream=None, keep_conn=0,
+def cfpm_site(upstream, port, status_upstream=None, keep_conn=None,
               srcdir=None):
     """etc/nginx/cfpm.conf (from srcdir, default the source tree) with
     upstream cfpm at upstream ("unix:PATH" or "HOST:PORT"), upstream
     cfpm_status at status_upstream (left as shipped if None), one listener
     on 127.0.0.1:port (the others dropped), Debian's fastcgi_params by
-    absolute path. keep_conn > 0 turns fastcgi_keep_conn on with that
-    many cached upstream connections (what a user copying a PHP-FPM setup
-    would do). Raises RuntimeError if the file changed shape."""
+    absolute path. keep_conn: None leaves FastCGI keep-conn as shipped
+    (on); 0 turns it off (no upstream keepalive: a connection per
+    request, what a responder that cannot keep connections needs); N > 0
+    keeps it on with N cached upstream connections. Raises RuntimeError
+    if the file changed shape."""
     with open(os.path.join(srcdir or paths.SRCDIR, "etc", "nginx",
                            "cfpm.conf")) as f:
         block = f.read()
-    if keep_conn:
-        block, n = re.subn(r"fastcgi_keep_conn off;",
-                           "fastcgi_keep_conn on;", block)
-        block = re.sub(r"(upstream\s+cfpm\s*\{)", r"\1\n    keepalive %d;"
-                       % keep_conn, block, count=1)
-        if n != 1:
-            raise RuntimeError("etc/nginx/cfpm.conf: no "
-                               "fastcgi_keep_conn line to turn on")
+    if keep_conn is not None:
+        block = _keep_conn(block, keep_conn)
     servers = {"cfpm": upstream, "cfpm_status": status_upstream}
     unknown = []
 
@@ -147,6 +143,22 @@ def cfpm_site(upstream, port, status_upstream=None, keep_conn=0,
         raise RuntimeError("etc/nginx/cfpm.conf changed shape: "
                            "upstream %d, listen %d, include %d" %
                            (n1, n2, n3))
+    return block
+
+
+def _keep_conn(block, keep_conn):
+    """The shipped block with keep-conn off (0) or on with keepalive N."""
+    block, n1 = re.subn(r"fastcgi_keep_conn\s+\w+;", "fastcgi_keep_conn %s;"
+                        % ("on" if keep_conn else "off"), block)
+    block, n2 = re.subn(r"(upstream\s+cfpm\s*\{[^}]*?)\n\s*keepalive\s+\d+;",
+                        r"\1", block, count=1)
+    if keep_conn:
+        block = re.sub(r"(upstream\s+cfpm\s*\{)", r"\1\n    keepalive %d;"
+                       % keep_conn, block, count=1)
+    if n1 != 1 or n2 != 1:
+        raise RuntimeError("etc/nginx/cfpm.conf changed shape: "
+                           "fastcgi_keep_conn %d, upstream keepalive %d"
+                           % (n1, n2))
     return block
 
 

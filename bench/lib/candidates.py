@@ -21,7 +21,11 @@ Candidates (same contract, same run):
                 workers hold pool connections in all, fast-jwt; measured
                 directly like Go (--go-front nginx puts it behind nginx)
 References (no DB, no contract):
-  hello         nginx (cfpm's shipped site) + bench/ref/hello.c, libfcgi,
+  cfpm-hello    F_keep: nginx (cfpm's shipped site, keep-conn on) + cfpm
+                with app = hello, pm.max_children = pool: cfpm's own
+                process model and front with an empty handler
+  hello         F: nginx (cfpm's shipped site with keep-conn off: libfcgi
+                blocks on a kept connection) + bench/ref/hello.c, libfcgi,
                 pool children
   nginx-static  nginx alone, return 200 (the code-free ceiling)
 """
@@ -419,14 +423,32 @@ class Hello(Candidate):
                         "hello.log")
         self._wait_socket(sock, p, os.path.join(cell.dir, "hello.log"))
         port = proc.free_port()
-        # The floor F is defined under the nginx settings cfpm ships with.
-        self._front(cell, nginx.cfpm_site("unix:" + sock, port,
+        # The nginx settings cfpm ships with, but keep-conn off: libfcgi
+        # blocks on a kept connection (a child per idle cached one).
+        self._front(cell, nginx.cfpm_site("unix:" + sock, port, keep_conn=0,
                                           srcdir=self.run.srcdir), port)
 
     def describe(self):
         return dict(Candidate.describe(self), what="nginx + libfcgi "
                     "hello-world behind cfpm's shipped nginx site "
-                    "(etc/nginx/cfpm.conf), pool children")
+                    "(etc/nginx/cfpm.conf) with keep-conn off, pool "
+                    "children")
+
+
+class CfpmHello(Cfpm):
+    """F_keep: cfpm itself (master, workers, accept, kept connections,
+    the shipped nginx site) with the empty application."""
+    name = "cfpm-hello"
+    role = "reference"
+    needs_db = False
+
+    def _config(self, cell, sock):
+        return Cfpm._config(self, cell, sock) + "app = hello\n"
+
+    def describe(self):
+        return dict(Candidate.describe(self), what="nginx (shipped site, "
+                    "keep-conn on) + cfpm with app = hello, "
+                    "pm.max_children = pool")
 
 
 class NginxStatic(Candidate):
@@ -445,4 +467,4 @@ class NginxStatic(Candidate):
 
 CANDIDATES = {c.name: c for c in (Cfpm, PhpFpm, PhpFpmTuned, Go, GoNginx,
                                   Go119, Node)}
-REFERENCES = {c.name: c for c in (Hello, NginxStatic)}
+REFERENCES = {c.name: c for c in (CfpmHello, Hello, NginxStatic)}

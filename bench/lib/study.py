@@ -309,8 +309,9 @@ class Study:
                     None)
 
     def run_profiles(self):
-        """CPU per stage of cfpm at its best pool and of the hello-world
-        reference at the same pool (the floor it is compared with)."""
+        """CPU per stage of cfpm at its best pool and, at the same pool, of
+        its empty-handler floor F_keep (cfpm-hello) and of the libfcgi
+        hello-world F."""
         cores = min(self.opts.cores)
         pool = self._best_pool("cfpm", cores)
         why = profile.available()
@@ -319,7 +320,8 @@ class Study:
             proc.log("profile: not measured: %s" % why)
             self.record({"kind": "profile-skipped", "reason": why})
             return
-        for cls in (candidates.Cfpm, candidates.Hello):
+        for cls in (candidates.Cfpm, candidates.CfpmHello,
+                    candidates.Hello):
             cand = cls(self)
             try:
                 cand.prepare()
@@ -388,8 +390,8 @@ class Study:
         cands = [self.run_candidate(candidates.CANDIDATES[name], o.pools,
                                     o.reps) for name in o.candidates]
         if not o.no_refs:
-            cands.append(self.run_candidate(candidates.Hello, o.pools,
-                                            o.ref_reps))
+            for ref in (candidates.CfpmHello, candidates.Hello):
+                cands.append(self.run_candidate(ref, o.pools, o.ref_reps))
             cands.append(self.run_candidate(candidates.NginxStatic, [None],
                                             o.ref_reps))
         if o.profile and "cfpm" in o.candidates:

@@ -56,8 +56,10 @@ struct app {
 	/* Returns 0 with *state set, or -1 (logged): the worker exits and
 	 * the master backs off. */
 	int	(*init)(const struct app_env *env, void **state);
-	/* Returns 0, or -1 if the reply could not be written (the client
-	 * went away). */
+	/* Returns 0, or -1 if the reply could not be given (http_reply
+	 * failed: the server answers 500). The server sends the reply
+	 * after the handler returns and learns then whether the client
+	 * went away. */
 	int	(*handle)(void *state, struct http_request *r);
 	void	(*fini)(void *state);
 };

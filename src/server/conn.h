@@ -1,76 +1,92 @@
 /*
- * conn.h: a request's FastCGI connection in a worker, from accept to
- * close (worker).
+ * conn.h: a worker's FastCGI connections, from accept to close (worker).
  *
- * libfcgi reads a request with blocking reads and no deadline, handles
- * management records with a stack buffer it can overflow, ends with a
- * lingering close, and with nginx's fastcgi_keep_conn keeps the
- * connection and later blocks on it: a prefork worker can afford none of
- * that. So the worker accepts itself, waits (at most request_read_timeout
- * from the accept) until the whole request is in the socket's buffer,
- * has fcgi_scan() check it, answers management records itself, and only
- * then lets libfcgi parse it: none of libfcgi's reads can then block, and
- * none sees a byte that was not checked. conn_finish() replaces
- * FCGX_Finish_r() for every request.
+ * cfpm reads and writes FastCGI itself; no library sees a client's
+ * bytes. A connection is non-blocking. A request is read whole before it
+ * is served: conn_read_request() reads what has arrived (one recv() when
+ * nginx wrote the request at once, the usual case), has fcgi_scan()
+ * check it, answers management records, and waits for the rest at most
+ * request_read_timeout from the request's first byte. A reply is framed
+ * whole and sent with one write (http.c, conn_send()).
+ *
+ * nginx's fastcgi_keep_conn: a connection whose request asked for it may
+ * be kept after the reply, for the next request nginx sends on it. The
+ * rules for ending a kept connection without a race (FastCGI's keep-conn
+ * leaves the close to the web server) are keep.h's; conn_release() is
+ * the one way a worker ends an idle kept connection.
  */
 #ifndef CFPM_CONN_H
 #define CFPM_CONN_H
 
-#include <fcgiapp.h>
+#include <stddef.h>
+
+#include "server/fcgi.h"
 
 #define CONN_LINGER_MS		1000	/* after refusing an oversized request */
 #define CONN_LINGER_MAX		(1024 * 1024)	/* bytes read and dropped */
 
 struct conn_policy {
-	int		read_timeout_ms;	/* accept to the request's last
-						   byte; also bounds each write */
+	int		read_timeout_ms;	/* a request's first byte to its
+						   last; also bounds each reply */
 	unsigned	max_conns;		/* FCGI_MAX_CONNS we announce */
 };
 
 /*
  * Gives a TCP listen socket (the master's, before any accept) a receive
- * buffer that holds a whole FCGI_MAX_REQUEST unread, which accepted
- * connections inherit; Linux's default window holds about 85 KiB. Unix
- * sockets are left alone (the sender's buffer is what counts there).
- * Returns 0, or -1 (errno) when the kernel refused.
+ * buffer that holds a whole FCGI_MAX_REQUEST, which accepted connections
+ * inherit (Linux's default window holds about 85 KiB): nginx's one write
+ * of a request then lands whole and one read takes it. Unix sockets are
+ * left alone (the sender's buffer is what counts there). Returns 0, or -1
+ * (errno) when the kernel refused.
  */
 int conn_listen_prepare(int listen_fd);
 
-/* Per-process setup (the wait set for unfinished requests): 0 or -1. */
-int conn_init(void);
-
 /*
  * Accepts one connection from the (non-blocking) listen socket. Returns
- * its descriptor (blocking, close-on-exec), or -1 with errno (EAGAIN:
- * another worker was quicker).
+ * its descriptor (non-blocking, close-on-exec), or -1 with errno
+ * (EAGAIN: another worker was quicker).
  */
 int conn_accept(int listen_fd);
 
-/*
- * Waits for fd's whole request, checks it and hands it to libfcgi.
- * Returns 1 when req holds the request (serve it, then conn_finish), or
- * 0 when the connection was dealt with and closed without one: a client
- * that stalled past the deadline or closed early, a protocol violation
- * (logged, at most once per LOG_FLOOD_INTERVAL_US), management records
- * only, or a request over the FCGI_MAX_* limits (answered 413 or 400).
- * req must have been set up with FCGX_InitRequest() and a listen socket
- * of -1: libfcgi never accepts anything itself.
- */
-int conn_read_request(int fd, FCGX_Request *req, const struct conn_policy *pol);
+enum conn_read {
+	CONN_READ_REQUEST = 0,	/* fr holds a request: serve it */
+	CONN_READ_CLOSED,	/* no request; the connection is closed */
+	CONN_READ_NOTHING,	/* a kept connection had nothing to read */
+};
 
 /*
- * Ends the request and closes its connection:
- *  - the rest of the request's body is read first (it is all buffered:
- *    conn_read_request saw it), so the close is immediate, without
- *    libfcgi's shutdown-and-wait, and never resets a response;
- *  - if nginx asked to keep the connection (FCGI_KEEP_CONN), the end of
- *    the response is followed, in the same write, by an empty
- *    FCGI_STDERR record: nginx keeps an upstream connection only when
- *    its read ends exactly with FCGI_END_REQUEST, so it closes this one
- *    itself instead of putting it in its cache. No worker is then held
- *    by an idle cached connection, and no request is ever written into
- *    a connection the worker is closing.
+ * Reads, checks and gathers the next request on fd. kept is 1 for a
+ * connection kept from an earlier request (it woke the worker), 0 for
+ * one just accepted. Returns:
+ *  - CONN_READ_REQUEST: fr describes the request; its buffers are this
+ *    module's and stay valid until the next call;
+ *  - CONN_READ_CLOSED: the connection was dealt with and closed without
+ *    a request: the peer closed it (silently when a kept connection
+ *    ends between requests), stalled past the deadline or broke the
+ *    protocol (logged, at most once per LOG_FLOOD_INTERVAL_US), sent only
+ *    management records, or a request over the FCGI_MAX_* limits
+ *    (answered 413 or 400), or more bytes after its request (FastCGI
+ *    peers wait for the reply; logged);
+ *  - CONN_READ_NOTHING: kept and nothing arrived after all (still open).
  */
-void conn_finish(FCGX_Request *req);
+enum conn_read conn_read_request(int fd, int kept, struct fcgi_request *fr,
+    const struct conn_policy *pol);
+
+/*
+ * Writes len bytes to fd, waiting while the socket is full for at most
+ * timeout_ms in all. Returns 0, or -1 if the peer went away or the time
+ * ran out (the connection must then be closed).
+ */
+int conn_send(int fd, const void *buf, size_t len, int timeout_ms);
+
+/*
+ * Ends an idle kept connection the race-free way: writes fcgi_release()'s
+ * record (request id: the last one served on it) and leaves the close to
+ * the peer. nginx drops the connection from its cache when the record
+ * arrives; if it had just taken the connection for a request, it skips
+ * the record and reads the reply to that request, which the caller must
+ * still serve (keep.h). Returns 0, or -1 if the peer is gone (close it).
+ */
+int conn_release(int fd, unsigned id);
 
 #endif

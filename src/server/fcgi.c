@@ -369,22 +369,42 @@ fcgi_management_reply(const unsigned char *rec, size_t len,
 	return FCGI_HEADER_SIZE + 8;
 }
 
-size_t
-fcgi_params_copy(const unsigned char *p, const struct fcgi_scan *s,
-    unsigned char *out)
+/* The contents of one stream's records, in order, up to max bytes. */
+static size_t
+fcgi_stream_copy(const unsigned char *p, const struct fcgi_scan *s, int type,
+    unsigned char *out, size_t max)
 {
 	struct fcgi_rec r;
 	size_t pos = 0, n = 0;
 
 	while (pos < s->len) {
 		fcgi_rec_decode(p + pos, &r);
-		if (r.type == FCGI_PARAMS && n + r.clen <= s->params_len) {
+		if (r.type == type && n + r.clen <= max) {
 			memcpy(out + n, r.content, r.clen);
 			n += r.clen;
 		}
 		pos += r.size;
 	}
 	return n;
+}
+
+size_t
+fcgi_params_copy(const unsigned char *p, const struct fcgi_scan *s,
+    unsigned char *out)
+{
+	return fcgi_stream_copy(p, s, FCGI_PARAMS, out, s->params_len);
+}
+
+void
+fcgi_request_gather(const unsigned char *p, const struct fcgi_scan *s,
+    unsigned char *params, unsigned char *body, struct fcgi_request *fr)
+{
+	fr->id = s->id;
+	fr->keep_conn = s->keep_conn;
+	fr->params = params;
+	fr->params_len = fcgi_params_copy(p, s, params);
+	fr->body = body;
+	fr->body_len = fcgi_stream_copy(p, s, FCGI_STDIN, body, s->stdin_len);
 }
 
 struct fcgi_lookup {
@@ -457,6 +477,13 @@ fcgi_reply(unsigned id, const char *head, size_t hlen, const char *body,
 	p[FCGI_HEADER_SIZE + 4] = FCGI_REQUEST_COMPLETE;
 	p += 2 * FCGI_HEADER_SIZE;
 	return (size_t)(p - out);
+}
+
+size_t
+fcgi_release(unsigned id, unsigned char *out)
+{
+	fcgi_header(out, FCGI_STDERR, id, 0);
+	return FCGI_RELEASE_SIZE;
 }
 
 size_t

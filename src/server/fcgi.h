@@ -2,12 +2,13 @@
  * fcgi.h: FastCGI records at cfpm's trust boundary (PURE; worker and
  * master).
  *
- * Any local user who can reach a socket can send any bytes. Debian's
- * libfcgi 2.4.2 overflows a stack buffer on a repeated FCGI_GET_VALUES
- * name and reads a request's parameters with no deadline, so no byte of a
- * connection reaches it before this module has seen the whole request and
- * found it well formed. The master's status socket does not use libfcgi
- * at all: it reads, checks and answers with the functions below.
+ * Any local user who can reach a socket can send any bytes. cfpm does not
+ * use libfcgi (Debian's 2.4.2 overflows a stack buffer on a repeated
+ * FCGI_GET_VALUES name and reads a request's parameters with no
+ * deadline): the workers (conn.c, http.c) and the master's status socket
+ * (admin.c) read, check, answer and frame with the functions below, and
+ * no request is served before this module has seen it whole and found it
+ * well formed.
  *
  * What a well-formed request is here (nginx sends exactly this): one
  * FCGI_BEGIN_REQUEST (role responder, request id not 0), FCGI_PARAMS
@@ -26,11 +27,12 @@
 #define FCGI_HEADER_SIZE	8		/* every record's header */
 #define FCGI_MAX_CONTENT	65535		/* one record's content */
 /*
- * A request must be whole in the socket's buffer before libfcgi reads it
- * (conn.h), so these limits stay within what the kernel holds unread: a
- * unix socket about 200 KiB (nginx's sender buffer), a TCP socket what
- * conn_listen_prepare() sets. nginx sends far less: its header buffers
- * (32 KiB by default) and client_max_body_size (64k shipped).
+ * A request is read whole before it is served (conn.h); these limits
+ * bound what a worker holds for one, and stay within what the kernel
+ * buffers for nginx's one write of it: a unix socket about 200 KiB, a TCP
+ * socket what conn_listen_prepare() sets. nginx sends far less: its
+ * header buffers (32 KiB by default) and client_max_body_size (64k
+ * shipped).
  */
 #define FCGI_MAX_PARAMS		(96 * 1024)	/* name-value bytes */
 #define FCGI_MAX_STDIN		(80 * 1024)	/* body bytes; the API's own
@@ -40,6 +42,7 @@
 #define FCGI_MAX_MGMT_REPLY	128		/* a management answer */
 #define FCGI_MAX_REFUSAL	256		/* fcgi_refusal()'s answer */
 #define FCGI_MAX_MGMT_RECORDS	16		/* answered per connection */
+#define FCGI_RELEASE_SIZE	FCGI_HEADER_SIZE	/* fcgi_release() */
 /* Largest record a scan may have to see whole. */
 #define FCGI_MAX_RECORD		(FCGI_HEADER_SIZE + FCGI_MAX_CONTENT + 255)
 
@@ -87,6 +90,25 @@ size_t fcgi_management_reply(const unsigned char *rec, size_t len,
 size_t fcgi_params_copy(const unsigned char *p, const struct fcgi_scan *s,
     unsigned char *out);
 
+/* A whole, checked request as a worker serves it (fcgi_request_gather). */
+struct fcgi_request {
+	unsigned		 id;		/* its request id */
+	int			 keep_conn;	/* FCGI_KEEP_CONN was asked */
+	const unsigned char	*params;	/* name-value pairs */
+	size_t			 params_len;
+	const unsigned char	*body;		/* FCGI_STDIN's contents */
+	size_t			 body_len;
+};
+
+/*
+ * Gathers the request that fcgi_scan found whole in p (s->status
+ * FCGI_SCAN_REQUEST): its name-value bytes into params (room for
+ * s->params_len bytes), its body into body (room for s->stdin_len), and
+ * fills fr, which points into those two buffers.
+ */
+void fcgi_request_gather(const unsigned char *p, const struct fcgi_scan *s,
+    unsigned char *params, unsigned char *body, struct fcgi_request *fr);
+
 /*
  * Looks name up in well-formed name-value bytes (fcgi_params_copy).
  * Returns the value (not NUL-terminated) and sets *vlen, or NULL.
@@ -108,6 +130,18 @@ size_t fcgi_reply_size(size_t len);
  */
 size_t fcgi_reply(unsigned id, const char *head, size_t hlen,
     const char *body, size_t blen, unsigned char *out);
+
+/*
+ * An empty FCGI_STDERR record of request id, written at out
+ * (FCGI_RELEASE_SIZE bytes). nginx keeps an upstream connection only when
+ * its read of a response ends exactly with FCGI_END_REQUEST, and drops an
+ * idle kept connection on which anything arrives, yet skips an empty
+ * FCGI_STDERR record in front of a response: this record after
+ * FCGI_END_REQUEST, or alone on an idle kept connection, makes nginx close
+ * that connection itself, whatever request it may be writing meanwhile.
+ * Returns FCGI_RELEASE_SIZE.
+ */
+size_t fcgi_release(unsigned id, unsigned char *out);
 
 /*
  * The answer to a request over the FCGI_MAX_* limits (s->status

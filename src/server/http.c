@@ -1,19 +1,39 @@
 /*
- * http.c: read FastCGI params and stdin, write CGI-style replies (worker).
+ * http.c: the request view over a request read whole (conn.c) and the
+ * one reply path: framed with fcgi.c, written with conn_send (worker).
  */
 #include "server/http.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <fcgiapp.h>
+#include "server/conn.h"
+#include "server/fcgi.h"
 
+#define HTTP_OUT_STATIC	(16 * 1024)	/* a framed reply; larger ones are
+					   allocated */
+
+/* The values http_request_init looks up, NUL-terminated, one request's. */
+static char http_values[FCGI_MAX_PARAMS + 16];
+static size_t http_values_used;
+
+/* A parameter's value as a C string, or NULL if it was not sent. */
 static const char *
 http_param(struct http_request *r, const char *name)
 {
-	return FCGX_GetParam(name, r->fcgx->envp);
+	const unsigned char *v;
+	size_t vlen;
+	char *out;
+
+	if ((v = fcgi_param(r->params, r->params_len, name, &vlen)) == NULL ||
+	    vlen + 1 > sizeof(http_values) - http_values_used)
+		return NULL;
+	out = http_values + http_values_used;
+	memcpy(out, v, vlen);
+	out[vlen] = '\0';
+	http_values_used += vlen + 1;
+	return out;
 }
 
 /* CONTENT_LENGTH: decimal digits only; anything else counts as absent. */
@@ -33,12 +53,19 @@ http_content_length(const char *s)
 }
 
 void
-http_request_init(struct http_request *r, struct FCGX_Request *fx)
+http_request_init(struct http_request *r, int fd,
+    const struct fcgi_request *fr)
 {
 	const char *q, *ct;
 
 	memset(r, 0, sizeof(*r));
-	r->fcgx = fx;
+	r->fd = fd;
+	r->fcgi_id = fr->id;
+	r->params = fr->params;
+	r->params_len = fr->params_len;
+	r->body = fr->body;
+	r->body_len = fr->body_len;
+	http_values_used = 0;
 	if ((r->method = http_param(r, "REQUEST_METHOD")) == NULL)
 		r->method = "";
 	if ((r->uri = http_param(r, "REQUEST_URI")) == NULL)
@@ -58,26 +85,22 @@ http_request_init(struct http_request *r, struct FCGX_Request *fx)
 enum http_body_result
 http_read_body(struct http_request *r, char *buf, size_t cap, size_t *len)
 {
-	size_t total = 0;
-	int n;
+	size_t take = r->body_len - r->body_read;
 
 	*len = 0;
 	buf[0] = '\0';
 	if (r->content_length > (long long)cap)
 		return HTTP_BODY_TOO_LARGE;
-	/* Read one byte past cap to learn whether the body is too large. */
-	while (total <= cap) {
-		n = FCGX_GetStr(buf + total, (int)(cap + 1 - total),
-		    r->fcgx->in);
-		if (n <= 0)
-			break;
-		total += (size_t)n;
-	}
-	if (total > cap)
+	/* One byte past cap tells a body that is too large. */
+	if (take > cap + 1)
+		take = cap + 1;
+	memcpy(buf, r->body + r->body_read, take);
+	r->body_read += take;
+	if (take > cap)
 		return HTTP_BODY_TOO_LARGE;
-	buf[total] = '\0';
-	*len = total;
-	if (r->content_length >= 0 && (long long)total != r->content_length)
+	buf[take] = '\0';
+	*len = take;
+	if (r->content_length >= 0 && (long long)take != r->content_length)
 		return HTTP_BODY_INCOMPLETE;
 	return HTTP_BODY_OK;
 }
@@ -85,7 +108,7 @@ http_read_body(struct http_request *r, char *buf, size_t cap, size_t *len)
 int
 http_client_fd(const struct http_request *r)
 {
-	return r->fcgx != NULL ? r->fcgx->ipcFd : -1;
+	return r->fd;
 }
 
 const char *
@@ -125,17 +148,41 @@ int
 http_reply(struct http_request *r, int status, const char *content_type,
     const char *extra_headers, const char *body, size_t len)
 {
+	static unsigned char out_static[HTTP_OUT_STATIC];
+	unsigned char *out = out_static;
 	char head[HTTP_MAX_HEAD];
-	int n;
+	size_t need, n;
+	int hlen;
 
+	if (r->replied || (hlen = http_head(head, sizeof(head), status,
+	    content_type, len, extra_headers)) == -1)
+		return -1;
+	need = fcgi_reply_size((size_t)hlen + len) + FCGI_RELEASE_SIZE;
+	if (need > sizeof(out_static) && (out = malloc(need)) == NULL)
+		return -1;
 	r->status = status;
-	if ((n = http_head(head, sizeof(head), status, content_type, len,
-	    extra_headers)) == -1)
-		return -1;
-	if (FCGX_PutStr(head, n, r->fcgx->out) != n ||
-	    (len > 0 && FCGX_PutStr(body, (int)len, r->fcgx->out) != (int)len))
-		return -1;
+	r->replied = 1;
+	n = fcgi_reply(r->fcgi_id, head, (size_t)hlen, body, len, out);
+	if (r->release)
+		n += fcgi_release(r->fcgi_id, out + n);
+	r->out = out;
+	r->out_len = n;
+	r->out_owned = out != out_static;
 	return 0;
+}
+
+int
+http_flush(struct http_request *r)
+{
+	int rc;
+
+	if (r->out == NULL)
+		return -1;
+	rc = conn_send(r->fd, r->out, r->out_len, r->write_timeout_ms);
+	if (r->out_owned)
+		free(r->out);
+	r->out = NULL;
+	return rc;
 }
 
 void

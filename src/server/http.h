@@ -1,9 +1,10 @@
 /*
- * http.h: the request view over libfcgi and the reply writer (worker).
- * libfcgi's fcgiapp.h is used by http.c (params, body, replies), conn.[ch]
- * (a connection from accept to close) and worker.c (the request it
- * serves) only; the API layer sees method, raw path, headers and a capped
- * body through struct http_request and never includes fcgiapp.h.
+ * http.h: the request view and the reply writer (worker). A request is
+ * read whole and checked before it is served (conn.h); the application
+ * sees method, raw path, headers and a capped body through struct
+ * http_request, and gives its one reply to http_reply(), which frames it,
+ * FCGI_END_REQUEST included; the server sends it with one write once the
+ * request is accounted for (http_flush).
  */
 #ifndef CFPM_HTTP_H
 #define CFPM_HTTP_H
@@ -30,10 +31,9 @@ enum http_phase {
 	HTTP_PHASE_WRITING,	/* sending the reply */
 };
 
-struct FCGX_Request;
+struct fcgi_request;
 
 struct http_request {
-	struct FCGX_Request	*fcgx;
 	const char		*method;	/* "GET", ... ("" if absent) */
 	const char		*uri;		/* raw REQUEST_URI */
 	const char		*path;		/* raw path, not decoded */
@@ -47,14 +47,31 @@ struct http_request {
 	/* Set by the worker: where http_phase() reports (may be NULL). */
 	void			(*on_phase)(void *, enum http_phase);
 	void			*phase_arg;
+	/* The FastCGI side, the server's (http_request_init, worker.c). */
+	int			 fd;		/* the request's connection */
+	unsigned		 fcgi_id;	/* its request id */
+	int			 release;	/* end the reply so that nginx
+						   drops the connection
+						   (fcgi_release) */
+	int			 write_timeout_ms; /* bound on the reply */
+	int			 replied;	/* http_reply ran */
+	unsigned char		*out;		/* the framed reply, unsent */
+	size_t			 out_len;
+	int			 out_owned;	/* out was allocated */
+	const unsigned char	*params;	/* name-value pairs */
+	size_t			 params_len;
+	const unsigned char	*body;		/* the whole body */
+	size_t			 body_len;
+	size_t			 body_read;	/* what http_read_body took */
 };
 
 /*
- * Fills r from the FastCGI params of an accepted request. The strings
- * point into libfcgi's memory and stay valid until conn_finish() ends
- * the request.
+ * Fills r from a request read on fd (conn_read_request). The strings
+ * point into this module's and conn.c's buffers and stay valid until the
+ * next request is read.
  */
-void http_request_init(struct http_request *r, struct FCGX_Request *fx);
+void http_request_init(struct http_request *r, int fd,
+    const struct fcgi_request *fr);
 
 enum http_body_result {
 	HTTP_BODY_OK = 0,
@@ -71,10 +88,13 @@ enum http_body_result http_read_body(struct http_request *r, char *buf,
     size_t cap, size_t *len);
 
 /*
- * Sends a complete reply: status line, Content-Type, the optional extra
- * header lines (each ending in "\r\n"), then len bytes of body.
- * Returns 0, or -1 if the head does not fit HTTP_MAX_HEAD or the write
- * failed (the client went away).
+ * The complete reply, once: status line, Content-Type, the optional extra
+ * header lines (each ending in "\r\n"), then len bytes of body, framed
+ * with the end of the FastCGI request; it goes out in one write when the
+ * handler has returned and the server has accounted for the request
+ * (http_flush: the access log and the status page have it before the
+ * client does). Returns 0, or -1 if the head does not fit HTTP_MAX_HEAD,
+ * memory ran out or a reply was given already.
  */
 int http_reply(struct http_request *r, int status, const char *content_type,
     const char *extra_headers, const char *body, size_t len);
@@ -88,12 +108,19 @@ int http_reply(struct http_request *r, int status, const char *content_type,
 int http_head(char *buf, size_t cap, int status, const char *content_type,
     size_t len, const char *extra_headers);
 
+/*
+ * The server's, after the handler: sends the framed reply (bounded by
+ * write_timeout_ms) and frees it. Returns 0, or -1 if there was none or
+ * the client went away.
+ */
+int http_flush(struct http_request *r);
+
 /* Reports the phase the request's handler enters (app.h). */
 void http_phase(struct http_request *r, enum http_phase phase);
 
 /*
  * A reply decided from the request's parameters alone: the same bytes
- * whether a worker sends it through libfcgi (http_send) or the master's
+ * whether a worker sends it (http_send) or the master's
  * status socket frames it (admin.c). Error bodies are {"error":"code"}.
  */
 struct http_answer {

@@ -58,6 +58,7 @@ struct master {
 	struct listen_sock	*ls;
 	struct admin		*admin;		/* NULL without status_listen */
 	int			 kick_fd;	/* eventfd the workers write to */
+	int			 wake_fd;	/* the workers' own (keep.h) */
 	struct scoreboard	*sb;
 	struct pool		 pool;		/* generation, backoff, ready */
 	struct pool_slot	 snap[MASTER_SLOTS];	/* master_snapshot() */
@@ -232,6 +233,7 @@ master_spawn(struct master *m)
 	args.slot = idx;
 	args.master = getpid();
 	args.kick_fd = m->kick_fd;
+	args.wake_fd = m->wake_fd;
 	switch ((pid = fork())) {
 	case -1:
 		log_err("%s: fork() failed: %s", __func__, strerror(errno));
@@ -831,7 +833,8 @@ master_init(struct master *m, struct config *cfg,
 		log_warn("listen socket: receive buffer: %s", strerror(errno));
 	if ((m->sb = scoreboard_create(MASTER_SLOTS)) == NULL)
 		fatal("%s: scoreboard: %s", __func__, strerror(errno));
-	if ((m->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
+	if ((m->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1 ||
+	    (m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
 		fatal("%s: eventfd: %s", __func__, strerror(errno));
 	m->sb->totals.start_time = (int64_t)time(NULL);
 	scoreboard_set_max_children(m->sb, (unsigned)own->max_children);
@@ -874,6 +877,7 @@ master_run(struct config *cfg, const struct app *const *apps,
 	listen_close(ls);
 	scoreboard_destroy(m.sb);
 	close(m.kick_fd);
+	close(m.wake_fd);
 	master_unload(&m);
 	free(m.cfg);
 	log_notice("stopped");

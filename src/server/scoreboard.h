@@ -44,7 +44,8 @@
  *
  * WAITING FOR A CONNECTION. Idle workers wait in epoll on the shared
  * listen socket with EPOLLEXCLUSIVE (worker.c), one woken per connection,
- * and accept without blocking: phase SB_IDLE means "in that wait".
+ * and on the connection nginx kept to them (keep.h), and accept without
+ * blocking: phase SB_IDLE means "in that wait".
  */
 #ifndef CFPM_SCOREBOARD_H
 #define CFPM_SCOREBOARD_H

@@ -1,10 +1,11 @@
 /*
  * worker.c: a pool process (child of the master). One libpq connection,
  * the master's parsed keys, then a loop: wait in epoll for the shared
- * listen socket (one worker woken per connection, oldest idle first),
- * accept, read and check the whole request within request_read_timeout
- * (conn.c), serve it, end the connection, and between requests act on
- * signals.
+ * listen socket (one worker woken per connection, oldest idle first), the
+ * pool's wake eventfd and the connection nginx kept open to this worker,
+ * read and check a whole request within request_read_timeout (conn.c),
+ * serve it, keep or end its connection (keep.h), and between requests act
+ * on signals.
  */
 #include "server/worker.h"
 
@@ -20,12 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <fcgiapp.h>
-
 #include "server/accesslog.h"
 #include "server/conn.h"
 #include "server/db.h"
 #include "server/http.h"
+#include "server/keep.h"
 #include "server/sandbox.h"
 #include "util/clock.h"
 #include "util/esc.h"
@@ -33,9 +33,11 @@
 
 #define WORKER_DB_RETRY_MS	500	/* idle reconnect check while down */
 #define WORKER_IDLE_CHECK_MS	2000	/* idle look at the socket anyway */
+#define WORKER_MAX_EVENTS	(KEEP_MAX_RELEASED + 4)	/* one wait's */
+#define WORKER_QUEUED_TRUST_US	10000	/* a backlog seen is trusted */
 
 static volatile sig_atomic_t worker_stop, worker_reopen;
-static int worker_epfd = -1;		/* waits for the listen socket */
+static int worker_epfd = -1;		/* listen, wake, database, kept */
 static struct db *worker_db;		/* for the terminate timer */
 static sigset_t worker_waitmask;	/* what epoll_pwait lets through */
 static int worker_kick_fd = -1;		/* the master's eventfd */
@@ -175,6 +177,12 @@ worker_log_access(const struct config *cfg, const struct http_request *r,
 	accesslog_write(cfg->access_format, &e);
 }
 
+/* A released connection: watched until its peer closes it (keep.h). */
+struct worker_released {
+	int		fd;
+	int64_t		until_us;	/* then closed all the same */
+};
+
 /* What one worker serves with, for its whole life. */
 struct worker_ctx {
 	const struct config	*cfg;
@@ -183,6 +191,17 @@ struct worker_ctx {
 	struct db		*db;		/* NULL if the app uses none */
 	struct scoreboard	*sb;
 	struct sb_slot		*slot;
+	struct conn_policy	 pol;
+	int			 listen_fd;
+	int			 wake_fd;	/* the pool's: passes a wake-up
+						   for listen_fd on */
+	int			 draining;	/* stopping or recycled: keep
+						   no connection */
+	int			 held;		/* the kept connection, or -1 */
+	unsigned		 held_id;	/* its last request id */
+	struct worker_released	 released[KEEP_MAX_RELEASED];
+	unsigned		 nreleased;
+	int64_t			 queued_until_us; /* worker_queued()'s */
 };
 
 /* http_phase() lands here: the slot shows what the handler is doing. */
@@ -253,8 +272,14 @@ worker_client_gone(const struct http_request *r, int cancelled)
 	    cancelled ? "; statement cancelled" : "");
 }
 
-static void
-worker_serve(struct worker_ctx *w, FCGX_Request *req)
+/*
+ * Serves one request read on fd; release ends the reply so that nginx
+ * drops the connection (keep.h). Returns 0 when the reply went out, -1
+ * when the connection must be closed.
+ */
+static int
+worker_serve(struct worker_ctx *w, int fd, const struct fcgi_request *fr,
+    int release)
 {
 	struct sb_slot *slot = w->slot;
 	struct http_request r;
@@ -264,17 +289,20 @@ worker_serve(struct worker_ctx *w, FCGX_Request *req)
 	sb_worker_phase(w->sb, slot, SB_READING);
 	if (timeout > 0)
 		worker_timer(timeout);
-	http_request_init(&r, req);
+	http_request_init(&r, fd, fr);
+	r.release = release;
+	r.write_timeout_ms = w->pol.read_timeout_ms;
 	r.on_phase = worker_on_phase;
 	r.phase_arg = w;
 	sb_worker_begin(w->sb, slot, r.method, strlen(r.method), r.path,
 	    r.path_len, r.content_length, start);
 	if (w->db != NULL)
-		db_watch_client(w->db, http_client_fd(&r));
-	rc = worker_dispatch(w, &r);
+		db_watch_client(w->db, fd);
+	(void)worker_dispatch(w, &r);
+	/* FastCGI needs an end: an application that gave none gets 500. */
+	if (!r.replied)
+		(void)http_error(&r, 500, "server_error", NULL);
 	gone = w->db != NULL && db_client_gone(w->db);
-	if (rc == -1 || gone)
-		worker_client_gone(&r, gone);
 	if (w->db != NULL)
 		db_watch_client(w->db, -1);
 	if (timeout > 0)
@@ -286,6 +314,10 @@ worker_serve(struct worker_ctx *w, FCGX_Request *req)
 	worker_note_db(w);
 	scoreboard_count(w->sb, r.status);
 	worker_log_access(w->cfg, &r, duration, cpu);
+	/* Accounted for: now the client may have it. */
+	if ((rc = http_flush(&r)) == -1 || gone)
+		worker_client_gone(&r, gone);
+	return rc == -1 || gone ? -1 : 0;
 }
 
 /*
@@ -314,16 +346,32 @@ worker_reopen_logs(void)
 		log_err("reopening logs failed: %s", strerror(errno));
 }
 
+/*
+ * Recycling: keep serving until the master has a replacement, but keep
+ * no connection from here on (keep.h).
+ */
 static void
-worker_between_requests(struct sb_slot *slot, unsigned long long limit)
+worker_between_requests(struct worker_ctx *w, unsigned long long limit)
 {
-	/* Recycling: keep serving until the master has a replacement. */
-	if (limit != 0 && sb_worker_requests(slot) >= limit &&
-	    sb_worker_retire(slot)) {
+	if (limit == 0 || sb_worker_requests(w->slot) < limit)
+		return;
+	w->draining = 1;
+	if (sb_worker_retire(w->slot)) {
 		log_info("pm.max_requests reached after %llu requests",
-		    (unsigned long long)sb_worker_requests(slot));
+		    (unsigned long long)sb_worker_requests(w->slot));
 		worker_kick_master();
 	}
+}
+
+static int
+worker_epoll_add(int fd, uint32_t events)
+{
+	struct epoll_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.events = events;
+	ev.data.fd = fd;
+	return epoll_ctl(worker_epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
 /*
@@ -333,27 +381,10 @@ worker_between_requests(struct sb_slot *slot, unsigned long long limit)
  * wait queue in registration order, skipping workers that are busy. So
  * the longest-lived idle worker always goes first and a large pool on few
  * cores keeps a small hot set of processes (and of PostgreSQL backends)
- * instead of cycling through all of them as blocking accept() does.
- */
-static int
-worker_epoll_init(int listen_fd)
-{
-	struct epoll_event ev;
-
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-	ev.data.fd = listen_fd;
-	if ((worker_epfd = epoll_create1(EPOLL_CLOEXEC)) == -1 ||
-	    epoll_ctl(worker_epfd, EPOLL_CTL_ADD, listen_fd, &ev) == -1) {
-		log_err("%s: epoll: %s", __func__, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * Returns 1 when a connection may be waiting (the caller tries a
- * non-blocking accept), 0 to look at the flags.
+ * instead of cycling through all of them as blocking accept() does. The
+ * pool's wake eventfd is registered the same way: a worker that cannot
+ * take a waiting connection at once writes it to wake another (keep.h).
+ *
  * A wake-up goes to one worker only, and only that worker's epoll set
  * learns of it; if that worker exits instead of accepting (it was being
  * retired), the others would sleep on with a connection queued. So the
@@ -363,6 +394,18 @@ worker_epoll_init(int listen_fd)
  * trying to connect and the pool becomes ready when PostgreSQL appears
  * even with no traffic at all.
  */
+static int
+worker_epoll_init(struct worker_ctx *w)
+{
+	if ((worker_epfd = epoll_create1(EPOLL_CLOEXEC)) == -1 ||
+	    worker_epoll_add(w->listen_fd, EPOLLIN | EPOLLEXCLUSIVE) == -1 ||
+	    worker_epoll_add(w->wake_fd, EPOLLIN | EPOLLEXCLUSIVE) == -1) {
+		log_err("%s: epoll: %s", __func__, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * Keeps the database socket in the epoll set (not exclusive), so an idle
  * worker learns at once when PostgreSQL goes away (a restart closes every
@@ -372,42 +415,221 @@ static void
 worker_watch_db(struct db *db)
 {
 	static unsigned watched;	/* connection id in the set */
-	struct epoll_event ev;
 	unsigned id;
 	int fd;
 
 	if (db == NULL || (fd = db_socket(db, &id)) == -1 || id == watched)
 		return;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN;
-	ev.data.fd = fd;
 	/* The old socket left the set when libpq closed it. */
-	if (epoll_ctl(worker_epfd, EPOLL_CTL_ADD, fd, &ev) == 0)
+	if (worker_epoll_add(fd, EPOLLIN) == 0)
 		watched = id;
 }
 
-static int
-worker_wait_conn(struct db *db, int listen_fd, struct sb_slot *slot)
+/* Wakes another idle worker for the listen socket (keep.h). */
+static void
+worker_pass_wake(const struct worker_ctx *w)
 {
-	struct epoll_event ev[2];
-	int n, i, conn = 0;
+	uint64_t one = 1;
 
-	worker_watch_db(db);
-	n = epoll_pwait(worker_epfd, ev, 2, worker_db_up(db) ?
-	    WORKER_IDLE_CHECK_MS : WORKER_DB_RETRY_MS, &worker_waitmask);
-	if (worker_stop)
-		return 0;
-	for (i = 0; i < n; i++) {
-		if (ev[i].data.fd == listen_fd)
-			conn = 1;
-		else
-			db_idle_check(db);
+	if (write(w->wake_fd, &one, sizeof(one)) == -1) {
+		/* EAGAIN: a wake-up is pending already */
 	}
-	if (!worker_db_up(db))
-		(void)db_usable(db);	/* reconnects when it is time */
-	sb_worker_db(slot, worker_db_up(db));
+}
+
+/* Takes a passed wake-up (whoever reads it first tries accept). */
+static void
+worker_take_wake(const struct worker_ctx *w)
+{
+	uint64_t n;
+
+	if (read(w->wake_fd, &n, sizeof(n)) == -1) {
+		/* EAGAIN: another worker took it */
+	}
+}
+
+/* Index of fd among the released connections, or -1. */
+static int
+worker_released_find(const struct worker_ctx *w, int fd)
+{
+	unsigned i;
+
+	for (i = 0; i < w->nreleased; i++)
+		if (w->released[i].fd == fd)
+			return (int)i;
+	return -1;
+}
+
+static void
+worker_released_drop(struct worker_ctx *w, unsigned i, int do_close)
+{
+	if (do_close)
+		close(w->released[i].fd);
+	w->released[i] = w->released[--w->nreleased];
+}
+
+/*
+ * Ends the idle kept connection: the release record, then it is watched
+ * until nginx closes it (keep.h). A full set loses its oldest member.
+ */
+static void
+worker_release_held(struct worker_ctx *w)
+{
+	struct worker_released *r;
+	unsigned i, oldest = 0;
+
+	if (w->held == -1)
+		return;
+	if (conn_release(w->held, w->held_id) == -1) {
+		close(w->held);		/* the peer is gone already */
+		w->held = -1;
+		return;
+	}
+	if (w->nreleased == KEEP_MAX_RELEASED) {
+		for (i = 1; i < w->nreleased; i++)
+			if (w->released[i].until_us <
+			    w->released[oldest].until_us)
+				oldest = i;
+		worker_released_drop(w, oldest, 1);
+	}
+	r = &w->released[w->nreleased++];
+	r->fd = w->held;
+	r->until_us = clock_now_us() + KEEP_RELEASE_MS * 1000;
+	w->held = -1;
+}
+
+/* Closes released connections whose peer did not close them in time;
+ * returns the ms until the next such deadline (-1: none). */
+static int
+worker_released_expire(struct worker_ctx *w)
+{
+	int64_t now = clock_now_us(), next = -1, left;
+	unsigned i = 0;
+
+	while (i < w->nreleased) {
+		if ((left = w->released[i].until_us - now) <= 0) {
+			worker_released_drop(w, i, 1);
+			continue;
+		}
+		if (next == -1 || left < next)
+			next = left;
+		i++;
+	}
+	return next == -1 ? -1 : (int)((next + 999) / 1000);
+}
+
+/*
+ * Is a connection waiting? A zero-timeout look at the epoll set. Under a
+ * backlog every connection is a new one and the answer stays yes, so a
+ * yes is trusted for WORKER_QUEUED_TRUST_US without the system call (a
+ * wrong answer only ends a connection nginx could have kept).
+ */
+static int
+worker_queued(struct worker_ctx *w)
+{
+	struct epoll_event ev[WORKER_MAX_EVENTS];
+	int64_t now = clock_now_us();
+	int n, i;
+
+	if (now < w->queued_until_us)
+		return 1;
+	n = epoll_wait(worker_epfd, ev, WORKER_MAX_EVENTS, 0);
+	for (i = 0; i < n; i++)
+		if (ev[i].data.fd == w->listen_fd ||
+		    ev[i].data.fd == w->wake_fd) {
+			w->queued_until_us = now + WORKER_QUEUED_TRUST_US;
+			return 1;
+		}
+	return 0;
+}
+
+/*
+ * Reads and serves the next request on fd, then keeps the connection or
+ * ends it (keep.h). kept: fd was kept from an earlier request (the held
+ * connection or a released one) rather than just accepted; queued: the
+ * listen socket was ready as it was picked. Returns 1 if fd is to be the
+ * held connection, 0 if it is closed, -1 if nothing was read and it
+ * stays as it was.
+ */
+static int
+worker_serve_conn(struct worker_ctx *w, int fd, int kept, int queued)
+{
+	struct fcgi_request fr;
+	enum keep_end end;
+
+	/* A kept connection is woken by nginx's close too: it counts as
+	 * busy (status page peaks) only once a request is there. */
+	if (!kept)
+		sb_worker_phase(w->sb, w->slot, SB_READING);
+	worker_reopen_logs();
+	switch (conn_read_request(fd, kept, &fr, &w->pol)) {
+	case CONN_READ_NOTHING:
+		return -1;
+	case CONN_READ_CLOSED:
+		return 0;
+	case CONN_READ_REQUEST:
+		break;
+	}
+	if (fr.keep_conn && !kept && !queued && !w->draining)
+		queued = worker_queued(w);
+	end = keep_end(fr.keep_conn, w->draining, queued);
+	if (worker_serve(w, fd, &fr, end == KEEP_RELEASE) == -1 ||
+	    end != KEEP_KEEP || (!kept && worker_epoll_add(fd,
+	    EPOLLIN | EPOLLRDHUP) == -1)) {
+		close(fd);
+		return 0;
+	}
+	w->held_id = fr.id;
+	return 1;
+}
+
+/* An event on a released connection: nginx's close, or a request that
+ * raced the release (served; its reply ends the connection). */
+static void
+worker_released_event(struct worker_ctx *w, unsigned i)
+{
+	int fd = w->released[i].fd;
+
+	w->draining++;		/* whatever it asks, it is not kept */
+	if (worker_serve_conn(w, fd, 1, 0) != -1)
+		worker_released_drop(w, i, 0);	/* closed by now */
+	w->draining--;
+}
+
+/* One wait's outcome (keep.h's struct keep_seen) and the database. */
+static void
+worker_wait(struct worker_ctx *w, struct keep_seen *seen)
+{
+	struct epoll_event ev[WORKER_MAX_EVENTS];
+	int n, i, idx, fd, ms, rel;
+
+	memset(seen, 0, sizeof(*seen));
+	worker_watch_db(w->db);
+	ms = worker_db_up(w->db) ? WORKER_IDLE_CHECK_MS : WORKER_DB_RETRY_MS;
+	if ((rel = worker_released_expire(w)) != -1 && rel < ms)
+		ms = rel;
+	n = epoll_pwait(worker_epfd, ev, WORKER_MAX_EVENTS, ms,
+	    &worker_waitmask);
+	seen->stopping = worker_stop;
 	/* Poked or timed out: look at the socket anyway (EAGAIN is cheap). */
-	return conn || n <= 0;
+	seen->listen_ready = n <= 0;
+	for (i = 0; i < n; i++) {
+		fd = ev[i].data.fd;
+		if (fd == w->listen_fd)
+			seen->listen_ready = 1;
+		else if (fd == w->wake_fd) {
+			worker_take_wake(w);
+			seen->listen_ready = 1;
+		} else if (fd == w->held)
+			seen->held_ready = 1;
+		else if ((idx = worker_released_find(w, fd)) != -1)
+			worker_released_event(w, (unsigned)idx);
+		else if (w->db != NULL)
+			db_idle_check(w->db);
+	}
+	seen->held = w->held != -1;
+	if (!worker_db_up(w->db))
+		(void)db_usable(w->db);	/* reconnects when it is time */
+	sb_worker_db(w->slot, worker_db_up(w->db));
 }
 
 /* accept4 errors that concern one connection, not the socket. */
@@ -418,53 +640,82 @@ worker_accept_transient(int err)
 	    err == EPROTO || err == EPERM || err == ENOBUFS || err == ENOMEM;
 }
 
-static void
-worker_loop(struct worker_ctx *w, int listen_fd, unsigned long long limit)
+/* Acts on one wait's plan (keep.h). Returns -1 if the listen socket
+ * failed. */
+static int
+worker_act(struct worker_ctx *w, const struct keep_seen *seen)
 {
-	struct sb_slot *slot = w->slot;
-	struct conn_policy pol;
-	FCGX_Request req;
+	struct keep_plan plan;
 	int fd;
 
-	pol.read_timeout_ms = w->cfg->request_read_timeout * 1000;
-	pol.max_conns = (unsigned)w->cfg->max_children;
-	/* No listen socket: libfcgi never accepts, conn.c hands it each
-	 * request once it has checked it. */
-	if (FCGX_Init() != 0 || FCGX_InitRequest(&req, -1, 0) != 0) {
-		log_err("%s: libfcgi initialisation failed", __func__);
-		return;
+	if (seen->stopping)
+		w->draining = 1;
+	keep_pick(seen, &plan);
+	if (plan.pass_wake)
+		worker_pass_wake(w);
+	if (plan.serve_held &&
+	    worker_serve_conn(w, w->held, 1, seen->listen_ready) == 0)
+		w->held = -1;
+	if (plan.release_held || w->draining)
+		worker_release_held(w);
+	if (!plan.accept)
+		return 0;
+	if ((fd = conn_accept(w->listen_fd)) == -1) {
+		/* Another worker was quicker: EAGAIN, wait again. */
+		if (worker_accept_transient(errno))
+			return 0;
+		log_err("%s: accept failed: %s", __func__, strerror(errno));
+		return -1;
 	}
-	if (worker_epoll_init(listen_fd) == -1)
-		return;
-	if (conn_init() == -1) {
-		log_err("%s: epoll: %s", __func__, strerror(errno));
-		return;
+	if (plan.release_on_accept)
+		worker_release_held(w);
+	if (worker_serve_conn(w, fd, 0, 0) == 1)
+		w->held = fd;
+	return 0;
+}
+
+/*
+ * Graceful stop: no more accepts; the kept connection is released and
+ * every released one watched until nginx closes it (a request that raced
+ * the release is served), at most KEEP_RELEASE_MS.
+ */
+static void
+worker_drain(struct worker_ctx *w)
+{
+	struct keep_seen seen;
+
+	(void)epoll_ctl(worker_epfd, EPOLL_CTL_DEL, w->listen_fd, NULL);
+	(void)epoll_ctl(worker_epfd, EPOLL_CTL_DEL, w->wake_fd, NULL);
+	w->draining = 1;
+	worker_release_held(w);
+	while (w->nreleased > 0) {
+		sb_worker_phase(w->sb, w->slot, SB_IDLE);
+		worker_wait(w, &seen);
 	}
-	sb_worker_phase(w->sb, slot, SB_IDLE);
+}
+
+static void
+worker_loop(struct worker_ctx *w, unsigned long long limit)
+{
+	struct keep_seen seen;
+
+	w->pol.read_timeout_ms = w->cfg->request_read_timeout * 1000;
+	w->pol.max_conns = (unsigned)w->cfg->max_children;
+	w->held = -1;
+	if (worker_epoll_init(w) == -1)
+		return;
+	sb_worker_phase(w->sb, w->slot, SB_IDLE);
 	(void)worker_cpu_since_last();	/* the first request counts from here */
 	worker_kick_master();		/* ready: a replacement may retire one */
 	while (!worker_stop) {
-		sb_worker_phase(w->sb, slot, SB_IDLE);
-		if (!worker_wait_conn(w->db, listen_fd, slot))
-			continue;
-		if ((fd = conn_accept(listen_fd)) == -1) {
-			/* Another worker was quicker: EAGAIN, wait again. */
-			if (worker_accept_transient(errno))
-				continue;
-			log_err("%s: accept failed: %s", __func__,
-			    strerror(errno));
+		sb_worker_phase(w->sb, w->slot, SB_IDLE);
+		worker_wait(w, &seen);
+		if (worker_act(w, &seen) == -1)
 			break;
-		}
-		sb_worker_phase(w->sb, slot, SB_READING);
-		worker_reopen_logs();
-		if (!conn_read_request(fd, &req, &pol))
-			continue;
-		worker_serve(w, &req);
-		conn_finish(&req);
-		worker_between_requests(slot, limit);
+		worker_between_requests(w, limit);
 	}
-	sb_worker_phase(w->sb, slot, SB_EXITING);
-	FCGX_Free(&req, 1);
+	worker_drain(w);
+	sb_worker_phase(w->sb, w->slot, SB_EXITING);
 }
 
 /* The database connection, if the application uses one, then the
@@ -526,7 +777,9 @@ worker_main(const struct worker_args *args)
 		goto done;
 	if (args->cfg->worker_seccomp && sandbox_filter(args->master) == -1)
 		goto done;
-	worker_loop(&w, args->listen_fd, worker_request_limit(args->cfg));
+	w.listen_fd = args->listen_fd;
+	w.wake_fd = args->wake_fd;
+	worker_loop(&w, worker_request_limit(args->cfg));
 	code = 0;
 done:
 	app_fini(args->app, w.state);

@@ -22,6 +22,9 @@ struct worker_args {
 	pid_t			 master;
 	int			 kick_fd;	/* eventfd: a write wakes the
 						   master's loop */
+	int			 wake_fd;	/* eventfd shared by the pool:
+						   a write wakes one idle
+						   worker (keep.h) */
 };
 
 /*

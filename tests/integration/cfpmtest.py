@@ -55,8 +55,9 @@ from harness.contract import (  # noqa: E402
     SUBJECT, WWW_COMPAT, WWW_INVALID_REQUEST, WWW_INVALID_TOKEN, WWW_NONE,
     Checker, seeded_row, www_scope)
 from harness.fcgi import (  # noqa: E402
-    FCGI_BEGIN_REQUEST, FCGI_PARAMS, FCGI_STDIN, fcgi_exact, fcgi_params,
-    fcgi_record, fcgi_request)
+    FCGI_BEGIN_REQUEST, FCGI_END_REQUEST, FCGI_PARAMS, FCGI_STDERR,
+    FCGI_STDIN, KeptConnection, fcgi_exact, fcgi_params, fcgi_record,
+    fcgi_request)
 from harness.http import (  # noqa: E402
     api_request, build_raw, http_raw, http_request)
 from harness.keys import (  # noqa: E402
@@ -84,9 +85,9 @@ __all__ = [
     "MAX_ID", "SCOPE", "SUBJECT", "WWW_COMPAT", "WWW_INVALID_REQUEST",
     "WWW_INVALID_TOKEN", "WWW_NONE", "Checker", "seeded_row", "www_scope",
     # harness.fcgi, harness.http, harness.keys
-    "FCGI_BEGIN_REQUEST", "FCGI_PARAMS", "FCGI_STDIN", "fcgi_exact",
-    "fcgi_params", "fcgi_record", "fcgi_request", "api_request",
-    "build_raw", "http_raw",
+    "FCGI_BEGIN_REQUEST", "FCGI_END_REQUEST", "FCGI_PARAMS", "FCGI_STDERR",
+    "FCGI_STDIN", "KeptConnection", "fcgi_exact", "fcgi_params",
+    "fcgi_record", "fcgi_request", "api_request", "build_raw", "http_raw",
     "http_request", "CLAIMS_EXP_IN", "CLAIMS_NBF_AGO", "Keys", "b64url",
     "claims_json", "write_jwks",
     # harness.paths, harness.pg, harness.tap
@@ -342,7 +343,7 @@ class Stack:
 
     # -- nginx ------------------------------------------------------------
 
-    def start_nginx(self, upstream=None, keep_conn=0):
+    def start_nginx(self, upstream=None, keep_conn=None):
         """Starts nginx on a free port (the same one again after a stop)
         with the shipped server block in front of upstream (default: our
         unix socket) and of our status socket; waits until it accepts

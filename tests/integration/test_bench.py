@@ -177,15 +177,17 @@ def check_missing_runtime(tap, tmp):
 
 
 def check_profile(tap, recs, md):
-    """The perf breakdown of cfpm and of the hello-world floor."""
+    """The perf breakdown of cfpm and of its floors: F_keep (cfpm with the
+    hello application) and F (the libfcgi hello-world)."""
     from lib import profile
     why = profile.available()
     if why:
         tap.skip("CPU breakdown per stage", why)
         return
     prof = {r["candidate"]: r for r in recs if r.get("kind") == "profile"}
-    tap.ok(set(prof) == {"cfpm", "hello"}, "records.jsonl: a profile of "
-           "cfpm and of hello at the same pool", sorted(prof))
+    tap.ok(set(prof) == {"cfpm", "cfpm-hello", "hello"}, "records.jsonl: "
+           "a profile of cfpm, cfpm-hello and hello at the same pool",
+           sorted(prof))
     for name, rec in prof.items():
         shares = sum(s["share"] for s in rec["stages"])
         us = sum(s["us_per_req"] or 0 for s in rec["stages"])

@@ -93,7 +93,9 @@ PACKAGED = {
     "/usr/share/doc/cfpm/copyright",
 }
 CONFFILES = {"/etc/cfpm/cfpm.conf", "/etc/logrotate.d/cfpm"}
-SHLIBS = ("libfcgi0ldbl", "libpq5", "libssl3", "libjansson4", "libseccomp2")
+# No libfcgi: cfpm speaks FastCGI itself (libfcgi-dev only builds it, for
+# the protocol's constants in fastcgi.h).
+SHLIBS = ("libpq5", "libssl3", "libjansson4", "libseccomp2")
 
 
 def files_under(root):

@@ -621,8 +621,9 @@ def check_connection_end(st):
 def check_keep_conn_requested(st, c):
     """nginx with fastcgi_keep_conn on and 8 cached connections in front
     of 3 workers: nothing may pin a worker to an idle connection (with
-    libfcgi's own handling, 13 of 40 such requests timed out). The worker
-    answers and makes nginx close the connection itself."""
+    libfcgi's own handling, 13 of 40 such requests timed out). Workers
+    keep at most one connection each and end the others so that nginx
+    closes them (test_keepconn.py has the details)."""
     tap = st.tap
     before = sorted(c.workers())
     st.stop_nginx()

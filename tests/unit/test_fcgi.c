@@ -1,8 +1,9 @@
 /*
  * test_fcgi.c: the FastCGI record scanner, management answers and reply
  * framing (src/fcgi.c), on hand-built record streams: every prefix of a
- * good request, every kind of violation, the limits on both sides, and
- * the FCGI_GET_VALUES record that overflows libfcgi's buffer.
+ * good request, every kind of violation, the limits on both sides, the
+ * FCGI_GET_VALUES record that overflows libfcgi's buffer, a request
+ * gathered for serving and the record that releases a kept connection.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -360,6 +361,55 @@ test_params_and_reply(struct stream *s)
 	    "fcgi_reply: STDOUT, empty STDOUT, END_REQUEST");
 }
 
+/* A request gathered for serving: params and a body split over records
+ * (with padding) come back whole; the keep-conn flag is carried. */
+static void
+test_gather(struct stream *s)
+{
+	unsigned char params[256], pbuf[256], body[FCGI_MAX_STDIN];
+	unsigned char *bbuf = malloc(sizeof(body));
+	struct fcgi_request fr;
+	struct fcgi_scan r;
+	size_t plen = std_params(params), i;
+
+	for (i = 0; i < sizeof(body); i++)
+		body[i] = (unsigned char)(i * 7);
+	s->len = 0;
+	request(s, 1, params, plen, 3, (const char *)body, sizeof(body));
+	s->p[FCGI_HEADER_SIZE + 2] = FCGI_KEEP_CONN;	/* BEGIN's flags */
+	ok(scan(s, &r) == FCGI_SCAN_REQUEST && r.keep_conn,
+	    "gather: a keep-conn request with a body at FCGI_MAX_STDIN is whole");
+	fcgi_request_gather(s->p, &r, pbuf, bbuf, &fr);
+	ok(fr.id == 1 && fr.keep_conn && fr.params == pbuf &&
+	    fr.params_len == plen && memcmp(pbuf, params, plen) == 0,
+	    "gather: id, keep-conn, the parameters joined from 3-byte records");
+	ok(fr.body == bbuf && fr.body_len == sizeof(body) &&
+	    memcmp(bbuf, body, sizeof(body)) == 0,
+	    "gather: the body joined from its 2 FCGI_STDIN records");
+	s->len = 0;
+	request(s, 2, params, plen, plen, NULL, 0);
+	scan(s, &r);
+	fcgi_request_gather(s->p, &r, pbuf, bbuf, &fr);
+	ok(fr.id == 2 && !fr.keep_conn && fr.body_len == 0,
+	    "gather: no body, keep-conn not asked");
+	free(bbuf);
+}
+
+/* The release record: an empty FCGI_STDERR of the request's id. */
+static void
+test_release(void)
+{
+	unsigned char out[FCGI_RELEASE_SIZE + 1];
+	static const unsigned char want[] = { FCGI_VERSION_1, FCGI_STDERR, 0,
+	    1, 0, 0, 0, 0 };
+
+	out[FCGI_RELEASE_SIZE] = 0x5a;
+	ok(fcgi_release(1, out) == FCGI_RELEASE_SIZE &&
+	    memcmp(out, want, sizeof(want)) == 0 &&
+	    out[FCGI_RELEASE_SIZE] == 0x5a,
+	    "release: one empty FCGI_STDERR record of id 1, nothing more");
+}
+
 static void
 test_large_reply(void)
 {
@@ -400,6 +450,8 @@ main(void)
 	test_limits(&s);
 	test_management(&s);
 	test_params_and_reply(&s);
+	test_gather(&s);
+	test_release();
 	test_large_reply();
 	free(s.p);
 	return done_testing();

@@ -1,0 +1,113 @@
+/*
+ * keep.h: what a worker does with nginx's kept connections
+ * (fastcgi_keep_conn on, upstream keepalive N). PURE: decisions over
+ * what the worker's epoll reported; worker.c does the I/O they name.
+ *
+ * The model. A worker holds at most one kept connection. While it is
+ * idle it waits in epoll for that connection, the shared listen socket
+ * (EPOLLEXCLUSIVE) and the pool's wake eventfd together, and serves
+ * whichever is ready; while it serves a request, the connection of that
+ * request is the only one it holds. So no request ever waits on a
+ * connection whose worker is busy with another (nginx sends one request
+ * at a time on a connection), no idle kept connection can hold a worker
+ * (libfcgi's stall), and the listen backlog stays the pool's one queue,
+ * first come first served: a worker that goes to it gives its kept
+ * connection up first. nginx's cached connections can then never
+ * outnumber the workers, whatever keepalive N is.
+ *
+ * Ending a kept connection. FastCGI's keep-conn leaves the close to the
+ * web server, and nginx takes a cached connection and writes a request
+ * into it in one step, without looking at it first: a worker that closed
+ * an idle kept connection would turn the request nginx is writing at
+ * that moment into a 502 (nginx retries only idempotent methods after a
+ * request was sent; never a POST). So a worker never closes a kept
+ * connection itself. It ends one in either of two ways, both leaving the
+ * close to nginx:
+ *  - at the end of a reply: an empty FCGI_STDERR record after
+ *    FCGI_END_REQUEST, in the same write. nginx keeps a connection only
+ *    when its read ends exactly with FCGI_END_REQUEST, so it closes this
+ *    one; no request can be written into it meanwhile (it is not in
+ *    nginx's cache), and the worker closes its end right away.
+ *  - while it is idle (the worker is about to accept, or must stop): the
+ *    same record alone (conn_release). If the connection sits in nginx's
+ *    cache, nginx sees it readable and closes it; if nginx had just
+ *    taken it for a request, it skips the empty record in front of the
+ *    reply and the request is served like any other (its reply ends the
+ *    connection). The worker watches the released connection until
+ *    nginx's close (or KEEP_RELEASE_MS, for a peer that is not nginx).
+ * Either way no request is lost, refused or run twice: nginx never has
+ * to retry.
+ *
+ * When not to keep. A reply ends the connection when nginx did not ask
+ * to keep it, when the worker stops or is being recycled, and when the
+ * listen socket was ready as the request was picked (or a moment before:
+ * worker.c trusts a backlog it saw for a few milliseconds): connections
+ * are queued, the worker's next stop is the backlog, and keeping the
+ * connection would only mean releasing it a moment later. So under a
+ * backlog, the saturation a closed-loop benchmark measures, connections
+ * are not kept: nginx opens one per queued request, as with keep-conn
+ * off; keeping them would need a worker to hold several connections, and
+ * then a request could wait behind another on a busy worker.
+ *
+ * Fairness. Woken with both its kept connection and the listen socket
+ * ready, a worker serves its connection (nobody else can) and passes the
+ * wake-up on through the wake eventfd, so that another idle worker, if
+ * there is one, accepts at once rather than after this request. It then
+ * ends that connection (the listen socket was ready), so its next pick
+ * is the backlog: a backlog is never starved by kept connections.
+ *
+ * What remains. A worker killed by a signal (SIGKILL, a crash) while
+ * idle closes its kept connection without the record; nginx drops it at
+ * its next event-loop pass, and a request it had written into it in
+ * between fails: retried by nginx if idempotent, a 502 for a POST, which
+ * then never reached a worker (never stored, never doubled).
+ */
+#ifndef CFPM_KEEP_H
+#define CFPM_KEEP_H
+
+#define KEEP_RELEASE_MS		1000	/* a released connection's wait
+					   for the peer's close */
+#define KEEP_MAX_RELEASED	32	/* released connections watched
+					   at once; past it the oldest is
+					   closed */
+
+/* What a worker's wait reported. */
+struct keep_seen {
+	int	held;		/* it holds an idle kept connection */
+	int	held_ready;	/* bytes (or the close) arrived on it */
+	int	listen_ready;	/* the listen socket or the wake eventfd was
+				   ready, or the wait was poked or timed out
+				   (accept is tried anyway) */
+	int	stopping;	/* graceful stop: accept nothing more */
+};
+
+/* What to do about it, in this order. */
+struct keep_plan {
+	int	pass_wake;	/* write the wake eventfd first */
+	int	serve_held;	/* read and serve the kept connection */
+	int	release_held;	/* release it (conn_release) now */
+	int	accept;		/* try to accept a connection */
+	int	release_on_accept; /* if one came, release the kept one
+				   before serving it (an accept that finds
+				   nothing costs the kept connection
+				   nothing) */
+};
+
+/* Fills p from s. */
+void keep_pick(const struct keep_seen *s, struct keep_plan *p);
+
+enum keep_end {
+	KEEP_KEEP = 0,		/* end the reply plainly; hold the connection */
+	KEEP_RELEASE,		/* end it with the release record; close */
+	KEEP_CLOSE,		/* not asked to keep: end plainly; close */
+};
+
+/*
+ * How to end the reply to a request about to be served: asked is the
+ * request's FCGI_KEEP_CONN, draining 1 when the worker stops or is being
+ * recycled, queued 1 when the listen socket was ready as the request was
+ * picked.
+ */
+enum keep_end keep_end(int asked, int draining, int queued);
+
+#endif
