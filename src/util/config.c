@@ -242,6 +242,7 @@ static const struct config_directive config_directives[] = {
 	CFG_STRING("ping.path", ping_path),
 	CFG_STRING("ping.response", ping_response),
 	CFG_STRING("db.conninfo", db_conninfo),
+	CFG_STRING("db.read_conninfo", db_read_conninfo),
 	CFG_STRING("auth.issuer", auth_issuer),
 	CFG_STRING("auth.audience", auth_audience),
 	CFG_STRING("auth.key_file", auth_key_file),

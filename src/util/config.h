@@ -70,6 +70,8 @@ struct config {
 
 	/* database */
 	char		db_conninfo[CONFIG_MAX_VALUE];	/* "" = PG* environment */
+	char		db_read_conninfo[CONFIG_MAX_VALUE]; /* "" = reads use
+						   db.conninfo */
 
 	/* auth */
 	char		auth_issuer[CONFIG_MAX_VALUE];
