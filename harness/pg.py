@@ -76,9 +76,9 @@ class Cluster:
             f.write(out + err)
         return rc
 
-    def init(self):
-        """initdb into a fresh directory owned by the postgres user;
-        registers kill() for cleanup. Raises RuntimeError on failure."""
+    def _make_dirs(self):
+        """The cluster's directories, the postgres user's; registers
+        kill() for cleanup."""
         os.makedirs(self.sockdir)
         os.makedirs(self.data)
         if os.geteuid() == 0:
@@ -87,11 +87,30 @@ class Cluster:
                 os.chown(d, pw.pw_uid, pw.pw_gid)
         os.chmod(self.data, 0o700)
         proc.on_cleanup(self.kill)
+
+    def init(self):
+        """initdb into a fresh directory owned by the postgres user;
+        registers kill() for cleanup. Raises RuntimeError on failure."""
+        self._make_dirs()
         rc = self._ctl([self._bin("initdb"), "-D", self.data, "-A", "trust",
                         "-U", PG_USER, "--no-sync", "-E", "UTF8",
                         "--locale=C"], INITDB_TIMEOUT)
         if rc != 0:
             raise RuntimeError("initdb failed (rc %d):\n%s" %
+                               (rc, proc.tail(self.ctl_log)))
+
+    def init_standby(self, primary):
+        """A streaming standby of primary (running, on this machine):
+        pg_basebackup -R into a fresh directory (initdb's trust lets the
+        local replication connection in); start() then runs it in hot
+        standby. Raises RuntimeError on failure."""
+        self._make_dirs()
+        rc = self._ctl([self._bin("pg_basebackup"), "-D", self.data, "-R",
+                        "-X", "stream", "-c", "fast", "--no-sync",
+                        "-h", primary.sockdir, "-p", str(primary.port),
+                        "-U", PG_USER], INITDB_TIMEOUT)
+        if rc != 0:
+            raise RuntimeError("pg_basebackup failed (rc %d):\n%s" %
                                (rc, proc.tail(self.ctl_log)))
 
     def start(self):

@@ -28,10 +28,10 @@ static const unsigned int store_insert_types[] = { STORE_TEXTOID,
 const struct db_statement store_statements[STORE_NSTATEMENTS] = {
 	[STORE_READ] = { "read_event", "read",
 	    "SELECT id, subject, kind, payload, created_at FROM events "
-	    "WHERE id = $1 AND subject = $2", 2, store_read_types },
+	    "WHERE id = $1 AND subject = $2", 2, store_read_types, 1 },
 	[STORE_INSERT] = { "insert_event", "insert",
 	    "INSERT INTO events (subject, kind, payload) VALUES ($1, $2, $3) "
-	    "RETURNING id", 3, store_insert_types },
+	    "RETURNING id", 3, store_insert_types, 0 },
 };
 
 /* Fills ev from row 0; -1 if any field is not what the SELECT makes. */

@@ -5,7 +5,9 @@
  * WARNING during it (a commit whose synchronous-replication wait was
  * cancelled). The connection's state changes are logged once each, and a
  * condition that repeats per request at most once per
- * LOG_FLOOD_INTERVAL_US.
+ * LOG_FLOOD_INTERVAL_US. With db.read_conninfo a second connection
+ * (a link) serves the read-only statements; the main one decides any
+ * read the second cannot answer with a row.
  */
 #include "server/db.h"
 
@@ -27,15 +29,20 @@
 
 #define DB_MAX_ERROR	256	/* one log line's worth of libpq text */
 
-struct db {
+/*
+ * One libpq connection and its own outage bookkeeping: db.conninfo's
+ * (writes, and reads when there is no other) and, optionally,
+ * db.read_conninfo's (reads only).
+ */
+struct db_link {
+	struct db	*db;		/* the handle it belongs to */
+	const char	*label;		/* "database", "read database" */
+	const char	*conninfo;
+	int		 reads_only;	/* prepares read statements only */
 	PGconn		*conn;
 	PGcancel *volatile cancel;	/* read by a signal handler */
 	int		 up;		/* connected and prepared */
 	unsigned	 conn_id;	/* counts successful connections */
-	int		 client_fd;	/* the request's FastCGI connection */
-	int		 client_gone;	/* it closed during this statement */
-	int		 in_statement;	/* an exchange is under way */
-	int		 warned;	/* a WARNING arrived during it */
 	int		 farewell;	/* the server said why it is closing */
 	int		 down_logged;	/* this outage has a line in the log */
 	int64_t		 down_since_us;	/* 0 while up */
@@ -43,11 +50,21 @@ struct db {
 	int		 backoff_ms;
 	struct log_flood down_flood;	/* lost, or still unavailable */
 	struct log_flood unknown_flood;	/* outcome unknown, link kept */
+};
+
+struct db {
+	struct db_link	 write;		/* db.conninfo */
+	struct db_link	 read;		/* db.read_conninfo, if has_read */
+	int		 has_read;
+	struct db_link *volatile active;	/* its statement is running */
+	int		 client_fd;	/* the request's FastCGI connection */
+	int		 client_gone;	/* it closed during this statement */
+	int		 in_statement;	/* an exchange is under way */
+	int		 warned;	/* a WARNING arrived during it */
 	char		 warning[DB_MAX_ERROR];
 	char		 error[DB_MAX_ERROR];
 	const struct db_statement *stmts;	/* the application's */
 	size_t		 nstmts;
-	char		 conninfo[];
 };
 
 /* "what: msg" into dst as one line (libpq's messages span lines). */
@@ -73,20 +90,20 @@ db_set_error(struct db *db, const char *what, const char *msg)
 }
 
 static int
-db_prepare(struct db *db, const struct db_statement *st)
+db_prepare(struct db_link *l, const struct db_statement *st)
 {
 	PGresult *res;
 	int ok;
 
-	res = PQprepare(db->conn, st->name, st->sql, st->nparams, st->types);
+	res = PQprepare(l->conn, st->name, st->sql, st->nparams, st->types);
 	ok = PQresultStatus(res) == PGRES_COMMAND_OK;
 	if (!ok)
-		db_set_error(db, "prepare", PQresultErrorMessage(res));
+		db_set_error(l->db, "prepare", PQresultErrorMessage(res));
 	PQclear(res);
 	return ok ? 0 : -1;
 }
 
-static void db_drop(struct db *);
+static void db_drop(struct db_link *);
 
 /*
  * A dead connection is closed at once: its socket must not stay in an
@@ -96,25 +113,26 @@ static void db_drop(struct db *);
  * LOG_FLOOD_INTERVAL_US at most while the database stays away.
  */
 static void
-db_mark_down(struct db *db)
+db_mark_down(struct db_link *l)
 {
 	int64_t now = clock_now_us();
-	int was_up = db->up;
+	int was_up = l->up;
 
-	db_drop(db);
-	if (db->up)
-		db->backoff_ms = 0;	/* just lost it: retry at once */
-	db->up = 0;
-	db->next_try_us = now + (int64_t)db->backoff_ms * 1000;
-	db->backoff_ms = db->backoff_ms == 0 ? DB_BACKOFF_MIN_MS :
-	    db->backoff_ms * 2;
-	if (db->backoff_ms > DB_BACKOFF_MAX_MS)
-		db->backoff_ms = DB_BACKOFF_MAX_MS;
-	if (db->down_since_us == 0)
-		db->down_since_us = now;
-	if (log_flood(&db->down_flood, CONFIG_LOG_WARNING, "database: %s: %s",
-	    was_up ? "connection lost" : "unavailable", db->error))
-		db->down_logged = 1;
+	db_drop(l);
+	if (l->up)
+		l->backoff_ms = 0;	/* just lost it: retry at once */
+	l->up = 0;
+	l->next_try_us = now + (int64_t)l->backoff_ms * 1000;
+	l->backoff_ms = l->backoff_ms == 0 ? DB_BACKOFF_MIN_MS :
+	    l->backoff_ms * 2;
+	if (l->backoff_ms > DB_BACKOFF_MAX_MS)
+		l->backoff_ms = DB_BACKOFF_MAX_MS;
+	if (l->down_since_us == 0)
+		l->down_since_us = now;
+	if (log_flood(&l->down_flood, CONFIG_LOG_WARNING, "%s: %s: %s",
+	    l->label, was_up ? "connection lost" : "unavailable",
+	    l->db->error))
+		l->down_logged = 1;
 }
 
 /*
@@ -122,14 +140,14 @@ db_mark_down(struct db *db)
  * flood limit left out is not followed by a lone "back").
  */
 static void
-db_mark_up(struct db *db)
+db_mark_up(struct db_link *l)
 {
-	if (db->down_logged)
-		log_notice("database: connected and prepared, back after "
-		    "%.1f s", (double)(clock_now_us() - db->down_since_us) /
+	if (l->down_logged)
+		log_notice("%s: connected and prepared, back after %.1f s",
+		    l->label, (double)(clock_now_us() - l->down_since_us) /
 		    1e6);
-	db->down_logged = 0;
-	db->down_since_us = 0;
+	l->down_logged = 0;
+	l->down_since_us = 0;
 }
 
 /*
@@ -144,13 +162,14 @@ db_notice(void *arg, const PGresult *res)
 {
 	const char *sev, *msg = PQresultErrorMessage(res);
 	size_t n = strcspn(msg, "\n");
-	struct db *db = arg;
+	struct db_link *l = arg;
+	struct db *db = l->db;
 
 	sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
 	if (sev != NULL && (strcmp(sev, "ERROR") == 0 ||
 	    strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0)) {
 		db_set_error(db, "server", msg);
-		db->farewell = 1;
+		l->farewell = 1;
 		return;
 	}
 	if (db->in_statement && sev != NULL && strcmp(sev, "WARNING") == 0 &&
@@ -158,69 +177,103 @@ db_notice(void *arg, const PGresult *res)
 		db_format(db->warning, sizeof(db->warning), "server", msg);
 		db->warned = 1;
 	}
-	log_info("database notice: %.*s", (int)n, msg);
+	log_info("%s notice: %.*s", l->label, (int)n, msg);
 }
 
 /* Closes the connection; the cancel handle goes first (signal safety). */
 static void
-db_drop(struct db *db)
+db_drop(struct db_link *l)
 {
-	PGcancel *c = db->cancel;
+	PGcancel *c = l->cancel;
 
-	db->cancel = NULL;
+	l->cancel = NULL;
 	if (c != NULL)
 		PQfreeCancel(c);
-	if (db->conn != NULL)
-		PQfinish(db->conn);
-	db->conn = NULL;
+	if (l->conn != NULL)
+		PQfinish(l->conn);
+	l->conn = NULL;
 }
 
+/*
+ * Connects and prepares the application's statements (a read link only
+ * those that read). Defaults first: anything in conninfo (expanded
+ * last) wins. The TCP settings make a dead or partitioned server show
+ * within seconds, idle or mid-statement (db.h).
+ */
 static int
-db_connect(struct db *db)
+db_connect(struct db_link *l)
 {
-	/* Defaults first: anything in conninfo (expanded last) wins. */
-	const char *keys[] = { "connect_timeout", "application_name",
+	static const char *const keys[] = { "connect_timeout",
+	    "keepalives", "keepalives_idle", "keepalives_interval",
+	    "keepalives_count", "tcp_user_timeout", "application_name",
 	    "dbname", NULL };
-	const char *vals[] = { DB_CONNECT_TIMEOUT, "cfpm", db->conninfo,
-	    NULL };
+	const char *vals[] = { DB_CONNECT_TIMEOUT, "1", DB_KEEPALIVES_IDLE,
+	    DB_KEEPALIVES_INTERVAL, DB_KEEPALIVES_COUNT, DB_TCP_USER_TIMEOUT,
+	    "cfpm", l->conninfo, NULL };
+	const struct db_statement *st;
 	size_t i;
 
-	db_drop(db);
-	db->farewell = 0;
-	db->conn = PQconnectdbParams(keys, vals, 1);
-	if (db->conn == NULL || PQstatus(db->conn) != CONNECTION_OK) {
-		db_set_error(db, "connect", db->conn ?
-		    PQerrorMessage(db->conn) : "out of memory");
+	db_drop(l);
+	l->farewell = 0;
+	l->conn = PQconnectdbParams(keys, vals, 1);
+	if (l->conn == NULL || PQstatus(l->conn) != CONNECTION_OK) {
+		db_set_error(l->db, "connect", l->conn ?
+		    PQerrorMessage(l->conn) : "out of memory");
 		goto fail;
 	}
-	PQsetNoticeReceiver(db->conn, db_notice, db);
-	for (i = 0; i < db->nstmts; i++)
-		if (db_prepare(db, &db->stmts[i]) == -1)
+	PQsetNoticeReceiver(l->conn, db_notice, l);
+	for (i = 0; i < l->db->nstmts; i++) {
+		st = &l->db->stmts[i];
+		if ((!l->reads_only || st->read_only) &&
+		    db_prepare(l, st) == -1)
 			goto fail;
-	db->cancel = PQgetCancel(db->conn);
-	db->up = 1;
-	db->conn_id++;
-	db->backoff_ms = 0;
-	db_mark_up(db);
+	}
+	l->cancel = PQgetCancel(l->conn);
+	l->up = 1;
+	l->conn_id++;
+	l->backoff_ms = 0;
+	db_mark_up(l);
 	return 0;
 fail:
-	db_mark_down(db);
+	db_mark_down(l);
 	return -1;
 }
 
-struct db *
-db_open(const char *conninfo, const struct db_statement *stmts, size_t n)
+static void
+db_link_init(struct db_link *l, struct db *db, const char *label,
+    const char *conninfo, int reads_only)
 {
-	size_t len = strlen(conninfo);
-	struct db *db;
+	l->db = db;
+	l->label = label;
+	l->conninfo = conninfo;
+	l->reads_only = reads_only;
+	(void)db_connect(l);	/* a failure is logged and retried later */
+}
 
-	if ((db = calloc(1, sizeof(*db) + len + 1)) == NULL)
+struct db *
+db_open(const char *conninfo, const char *read_conninfo,
+    const struct db_statement *stmts, size_t n)
+{
+	size_t len = strlen(conninfo), rlen;
+	struct db *db;
+	char *copy;
+
+	if (read_conninfo == NULL)
+		read_conninfo = "";
+	rlen = strlen(read_conninfo);
+	if ((db = calloc(1, sizeof(*db) + len + rlen + 2)) == NULL)
 		return NULL;
-	memcpy(db->conninfo, conninfo, len + 1);
+	copy = (char *)(db + 1);
+	memcpy(copy, conninfo, len + 1);
+	memcpy(copy + len + 1, read_conninfo, rlen + 1);
 	db->stmts = stmts;
 	db->nstmts = n;
 	db->client_fd = -1;
-	(void)db_connect(db);	/* a failure is logged and retried later */
+	db->has_read = rlen > 0;
+	db_link_init(&db->write, db, "database", copy, 0);
+	if (db->has_read)
+		db_link_init(&db->read, db, "read database", copy + len + 1,
+		    1);
 	return db;
 }
 
@@ -229,64 +282,75 @@ db_close(struct db *db)
 {
 	if (db == NULL)
 		return;
-	db_drop(db);
+	db->active = NULL;
+	db_drop(&db->read);
+	db_drop(&db->write);
 	free(db);
 }
 
 int
 db_is_up(const struct db *db)
 {
-	return db->up;
+	return db->write.up;
 }
 
 int
 db_socket(const struct db *db, unsigned *conn_id)
 {
-	*conn_id = db->conn_id;
-	return db->up && db->conn != NULL ? PQsocket(db->conn) : -1;
+	*conn_id = db->write.conn_id;
+	return db->write.up && db->write.conn != NULL ?
+	    PQsocket(db->write.conn) : -1;
 }
 
 int
 db_idle_check(struct db *db)
 {
+	struct db_link *l = &db->write;
 	PGnotify *n;
 
-	if (!db->up)
+	if (!l->up)
 		return 0;
-	if (PQconsumeInput(db->conn) == 1 &&
-	    PQstatus(db->conn) == CONNECTION_OK) {
-		while ((n = PQnotifies(db->conn)) != NULL)
+	if (PQconsumeInput(l->conn) == 1 &&
+	    PQstatus(l->conn) == CONNECTION_OK) {
+		while ((n = PQnotifies(l->conn)) != NULL)
 			PQfreemem(n);
 		return 1;
 	}
-	if (!db->farewell)
-		db_set_error(db, "idle connection", PQerrorMessage(db->conn));
-	db_mark_down(db);
+	if (!l->farewell)
+		db_set_error(db, "idle connection", PQerrorMessage(l->conn));
+	db_mark_down(l);
 	return 0;
+}
+
+/* db_usable() for one link. */
+static int
+db_link_usable(struct db_link *l)
+{
+	if (l->up && PQstatus(l->conn) == CONNECTION_OK)
+		return 1;
+	if (l->up) {
+		if (!l->farewell)
+			db_set_error(l->db, "connection",
+			    PQerrorMessage(l->conn));
+		db_mark_down(l);
+	}
+	if (clock_now_us() < l->next_try_us)
+		return 0;
+	return db_connect(l) == 0;
 }
 
 int
 db_usable(struct db *db)
 {
-	if (db->up && PQstatus(db->conn) == CONNECTION_OK)
-		return 1;
-	if (db->up) {
-		if (!db->farewell)
-			db_set_error(db, "connection",
-			    PQerrorMessage(db->conn));
-		db_mark_down(db);
-	}
-	if (clock_now_us() < db->next_try_us)
-		return 0;
-	return db_connect(db) == 0;
+	return db_link_usable(&db->write);
 }
 
 /* 1 if the connection is good and out of any transaction. */
 static int
-db_link_idle(const struct db *db)
+db_link_idle(const struct db_link *l)
 {
-	return PQstatus(db->conn) == CONNECTION_OK &&
-	    PQtransactionStatus(db->conn) == PQTRANS_IDLE;
+	return PQstatus(l->conn) == CONNECTION_OK &&
+	    PQtransactionStatus(l->conn) == PQTRANS_IDLE;
 }
 
 /*
@@ -295,20 +359,23 @@ db_link_idle(const struct db *db)
  * connection's state is unknown and it is dropped.
  */
 static enum db_status
-db_failure(struct db *db, PGresult *res, const char *what, int link_ok)
+db_failure(struct db_link *l, PGresult *res, const char *what, int link_ok)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) :
 	    NULL;
 
-	db_set_error(db, what, res ? PQresultErrorMessage(res) :
-	    PQerrorMessage(db->conn));
+	db_set_error(l->db, what, res ? PQresultErrorMessage(res) :
+	    PQerrorMessage(l->conn));
 	if (state != NULL && strcmp(state, "57014") == 0 && link_ok)
 		return DB_CANCELED;	/* query_canceled: the link is fine */
 	if (state != NULL && strncmp(state, "22", 2) == 0 && link_ok)
 		return DB_INVALID;	/* data exception: the values' fault */
 	if (!link_ok || state == NULL || strncmp(state, "08", 2) == 0 ||
-	    strncmp(state, "57P", 3) == 0 || strncmp(state, "53", 2) == 0) {
-		db_mark_down(db);
+	    strncmp(state, "57P", 3) == 0 || strncmp(state, "53", 2) == 0 ||
+	    strcmp(state, "25006") == 0) {
+		/* 25006 read_only_sql_transaction: the server we reached
+		 * no longer takes writes (a primary demoted under us). */
+		db_mark_down(l);
 		return DB_UNAVAILABLE;
 	}
 	return DB_ERROR;
@@ -317,19 +384,20 @@ db_failure(struct db *db, PGresult *res, const char *what, int link_ok)
 enum db_status
 db_ping(struct db *db)
 {
+	struct db_link *l = &db->write;
 	PGresult *res;
 	enum db_status st;
 
-	if (!db_usable(db))
+	if (!db_link_usable(l))
 		return DB_UNAVAILABLE;
-	res = PQexec(db->conn, "");
+	res = PQexec(l->conn, "");
 	if (PQresultStatus(res) == PGRES_EMPTY_QUERY)
 		st = DB_OK;
 	else {
 		/* Any failure here means the connection is not usable. */
-		if (db_failure(db, res, "ping", db_link_idle(db)) !=
+		if (db_failure(l, res, "ping", db_link_idle(l)) !=
 		    DB_UNAVAILABLE)
-			db_mark_down(db);
+			db_mark_down(l);
 		st = DB_UNAVAILABLE;
 	}
 	PQclear(res);
@@ -342,13 +410,14 @@ db_ping(struct db *db)
  * cancelled so the worker stops work it can no longer deliver.
  */
 static void
-db_wait(struct db *db)
+db_wait(struct db_link *l)
 {
+	struct db *db = l->db;
 	struct pollfd p[2];
 	char err[64];
 	int n = 1;
 
-	p[0].fd = PQsocket(db->conn);
+	p[0].fd = PQsocket(l->conn);
 	p[0].events = POLLIN;
 	if (db->client_fd != -1 && !db->client_gone) {
 		p[1].fd = db->client_fd;
@@ -360,8 +429,8 @@ db_wait(struct db *db)
 		return;		/* EINTR: the caller just tries again */
 	if (n == 2 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
 		db->client_gone = 1;
-		if (db->cancel != NULL)
-			(void)PQcancel(db->cancel, err, sizeof(err));
+		if (l->cancel != NULL)
+			(void)PQcancel(l->cancel, err, sizeof(err));
 	}
 }
 
@@ -370,14 +439,14 @@ db_wait(struct db *db)
  * above (never blocking inside libpq); NULL once the exchange is over.
  */
 static PGresult *
-db_next_result(struct db *db)
+db_next_result(struct db_link *l)
 {
-	while (PQisBusy(db->conn)) {
-		db_wait(db);
-		if (!PQconsumeInput(db->conn))
+	while (PQisBusy(l->conn)) {
+		db_wait(l);
+		if (!PQconsumeInput(l->conn))
 			break;	/* PQgetResult now reports the failure */
 	}
-	return PQgetResult(db->conn);
+	return PQgetResult(l->conn);
 }
 
 /*
@@ -389,62 +458,79 @@ db_next_result(struct db *db)
  * DB_OK; the connection is dropped unless it is known to be idle.
  */
 static enum db_status
-db_unknown_outcome(struct db *db, const char *what, const char *why,
+db_unknown_outcome(struct db_link *l, const char *what, const char *why,
     int keep)
 {
 	char prefix[64];
 
 	snprintf(prefix, sizeof(prefix), "%s: outcome unknown", what);
-	db_set_error(db, prefix, why);
+	db_set_error(l->db, prefix, why);
 	if (!keep)
-		db_mark_down(db);
+		db_mark_down(l);
 	else
-		(void)log_flood(&db->unknown_flood, CONFIG_LOG_WARNING,
-		    "database: %s", db->error);
+		(void)log_flood(&l->unknown_flood, CONFIG_LOG_WARNING,
+		    "%s: %s", l->label, l->db->error);
 	return DB_UNAVAILABLE;
 }
 
 /*
- * PQexecPrepared with binary results, the wait above and the commit
- * discipline: DB_OK with *out (PGRES_TUPLES_OK, the caller clears it)
- * only when the exchange is known to have succeeded, else the status
- * and *out NULL.
+ * Reads every result of the statement just sent: the first is returned,
+ * any later one counted in *extra and described in later.
  */
-static enum db_status
-db_run(struct db *db, const char *what, const char *stmt, int n,
-    const char *const *values, const int *lengths, const int *formats,
-    PGresult **out)
+static PGresult *
+db_collect(struct db_link *l, int *extra, char *later, size_t laterlen)
 {
-	char later[DB_MAX_ERROR] = "";
 	PGresult *res, *first = NULL;
-	int extra = 0, link_ok;
-	enum db_status st;
 
-	*out = NULL;
-	db->client_gone = 0;
-	db->warned = 0;
-	if (!PQsendQueryPrepared(db->conn, stmt, n, values, lengths, formats,
-	    1))
-		return db_unknown_outcome(db, what,
-		    PQerrorMessage(db->conn), 0);
-	db->in_statement = 1;
-	while ((res = db_next_result(db)) != NULL) {
+	*extra = 0;
+	while ((res = db_next_result(l)) != NULL) {
 		if (first == NULL) {
 			first = res;
 			continue;
 		}
-		if (extra++ == 0)
-			snprintf(later, sizeof(later), "%s",
+		if ((*extra)++ == 0)
+			snprintf(later, laterlen, "%s",
 			    PQresultStatus(res) == PGRES_FATAL_ERROR ?
 			    PQresultErrorMessage(res) : "a second result");
 		PQclear(res);
 	}
+	return first;
+}
+
+/*
+ * PQexecPrepared on link l with binary results, the wait above and the
+ * commit discipline: DB_OK with *out (PGRES_TUPLES_OK, the caller clears
+ * it) only when the exchange is known to have succeeded, else the
+ * status and *out NULL.
+ */
+static enum db_status
+db_run(struct db_link *l, const struct db_statement *st,
+    const char *const *values, const int *lengths, const int *formats,
+    PGresult **out)
+{
+	char later[DB_MAX_ERROR] = "";
+	struct db *db = l->db;
+	PGresult *first;
+	int extra, link_ok;
+	enum db_status rc;
+
+	*out = NULL;
+	db->client_gone = 0;
+	db->warned = 0;
+	if (!PQsendQueryPrepared(l->conn, st->name, st->nparams, values,
+	    lengths, formats, 1))
+		return db_unknown_outcome(l, st->what,
+		    PQerrorMessage(l->conn), 0);
+	db->in_statement = 1;
+	db->active = l;
+	first = db_collect(l, &extra, later, sizeof(later));
+	db->active = NULL;
 	db->in_statement = 0;
-	link_ok = db_link_idle(db);
+	link_ok = db_link_idle(l);
 	if (PQresultStatus(first) != PGRES_TUPLES_OK) {
-		st = db_failure(db, first, what, link_ok && extra == 0);
+		rc = db_failure(l, first, st->what, link_ok && extra == 0);
 		PQclear(first);
-		return st;
+		return rc;
 	}
 	if (extra == 0 && link_ok && !db->warned) {
 		*out = first;
@@ -452,12 +538,37 @@ db_run(struct db *db, const char *what, const char *stmt, int n,
 	}
 	PQclear(first);
 	if (extra > 0)
-		return db_unknown_outcome(db, what, later, 0);
+		return db_unknown_outcome(l, st->what, later, 0);
 	if (!link_ok)
-		return db_unknown_outcome(db, what,
-		    PQstatus(db->conn) != CONNECTION_OK ?
-		    PQerrorMessage(db->conn) : "still in a transaction", 0);
-	return db_unknown_outcome(db, what, db->warning, 1);
+		return db_unknown_outcome(l, st->what,
+		    PQstatus(l->conn) != CONNECTION_OK ?
+		    PQerrorMessage(l->conn) : "still in a transaction", 0);
+	return db_unknown_outcome(l, st->what, db->warning, 1);
+}
+
+/*
+ * A read on db.read_conninfo's connection (a standby, maybe behind).
+ * 1: *rc is the answer. 0: ask the write connection instead, because
+ * there is no read connection now, it failed (a read is safe to repeat)
+ * or it found no row (the row may be a write it has not replayed yet:
+ * the primary decides a 404, so an acknowledged write is never one).
+ */
+static int
+db_read_here(struct db *db, const struct db_statement *st,
+    const char *const *values, const int *lengths, const int *formats,
+    PGresult **out, enum db_status *rc)
+{
+	if (!db->has_read || !st->read_only || !db_link_usable(&db->read))
+		return 0;
+	*rc = db_run(&db->read, st, values, lengths, formats, out);
+	if (*rc == DB_UNAVAILABLE && !db->client_gone)
+		return 0;
+	if (*rc == DB_OK && PQntuples(*out) == 0) {
+		PQclear(*out);
+		*out = NULL;
+		return 0;
+	}
+	return 1;
 }
 
 /*
@@ -470,19 +581,21 @@ db_pg(const struct db_result *res)
 	return (const PGresult *)(const void *)res;
 }
 
+
 enum db_status
 db_exec(struct db *db, const struct db_statement *st,
     const char *const *values, const int *lengths, const int *formats,
     struct db_result **out)
 {
-	PGresult *res;
+	PGresult *res = NULL;
 	enum db_status rc;
 
 	*out = NULL;
-	if (!db_usable(db))
-		return DB_UNAVAILABLE;
-	rc = db_run(db, st->what, st->name, st->nparams, values, lengths,
-	    formats, &res);
+	if (!db_read_here(db, st, values, lengths, formats, &res, &rc)) {
+		if (!db_link_usable(&db->write))
+			return DB_UNAVAILABLE;
+		rc = db_run(&db->write, st, values, lengths, formats, &res);
+	}
 	*out = (struct db_result *)(void *)res;
 	return rc;
 }
@@ -558,7 +671,8 @@ db_result_free(struct db_result *res)
 void
 db_cancel_async(struct db *db)
 {
-	PGcancel *c = db->cancel;
+	struct db_link *l = db->active;
+	PGcancel *c = l != NULL ? l->cancel : NULL;
 	char err[64];
 
 	if (c != NULL)

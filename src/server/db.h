@@ -1,5 +1,6 @@
 /*
- * db.h: the worker's one PostgreSQL connection (the only libpq user).
+ * db.h: the worker's PostgreSQL connection (the only libpq user), and
+ * optionally a second one for reads (db.read_conninfo).
  * Connects after fork, prepares the application's statements once per
  * connection, and reconnects with backoff when the connection is lost.
  * Results come back in binary form: no text parsing of ids or times; the
@@ -19,7 +20,19 @@
 
 #define DB_BACKOFF_MIN_MS	100	/* first reconnect delay */
 #define DB_BACKOFF_MAX_MS	2000	/* longest reconnect delay */
-#define DB_CONNECT_TIMEOUT	"5"	/* seconds, unless conninfo says */
+/*
+ * libpq settings cfpm supplies unless the conninfo sets them (TCP only):
+ * a dead or partitioned server (packets dropped, not refused) shows
+ * within seconds. connect_timeout applies to each host of a multi-host
+ * conninfo; keepalives probe an idle or waiting connection;
+ * tcp_user_timeout ends one whose sent data (or probes) go unacknowledged
+ * that long, where TCP alone would retransmit for minutes.
+ */
+#define DB_CONNECT_TIMEOUT	"2"	/* seconds (libpq's minimum) */
+#define DB_KEEPALIVES_IDLE	"2"	/* seconds idle before probing */
+#define DB_KEEPALIVES_INTERVAL	"1"	/* seconds between probes */
+#define DB_KEEPALIVES_COUNT	"3"	/* probes lost before giving up */
+#define DB_TCP_USER_TIMEOUT	"4000"	/* ms unacknowledged before ending */
 
 enum db_status {
 	DB_OK = 0,
@@ -42,16 +55,20 @@ struct db_statement {
 	const char		*sql;
 	int			 nparams;
 	const unsigned int	*types;		/* parameter type OIDs */
+	int			 read_only;	/* only reads: may run on the
+						   read connection */
 };
 
 /*
  * Makes the handle and tries to connect and prepare the n statements
  * (kept by reference: static storage) once; a failure is logged and not
  * fatal: later calls retry with backoff. conninfo "" means the PG*
- * environment. Returns NULL only when out of memory.
+ * environment. read_conninfo (NULL or "": none) opens a second
+ * connection, for the read_only statements alone (see db_exec).
+ * Returns NULL only when out of memory.
  */
-struct db *db_open(const char *conninfo, const struct db_statement *stmts,
-    size_t n);
+struct db *db_open(const char *conninfo, const char *read_conninfo,
+    const struct db_statement *stmts, size_t n);
 
 /* Closes the connection and frees the handle (NULL is fine). */
 void db_close(struct db *db);
@@ -86,7 +103,11 @@ enum db_status db_ping(struct db *db);
 /*
  * Runs the prepared statement st (one of db_open's) with its parameters
  * (libpq's conventions: lengths and formats may be NULL for text) and
- * binary results, connecting first if needed. DB_OK sets *out (release
+ * binary results, connecting first if needed. A read_only statement
+ * runs on the read connection when there is one; if that connection is
+ * unusable, fails, or returns no row, the statement runs again on the
+ * main connection, which decides (a standby that has not replayed a
+ * write yet cannot make it look missing). DB_OK sets *out (release
  * it with db_result_free) only when the whole exchange succeeded, so a
  * row returned by an INSERT is committed. DB_UNAVAILABLE when there is
  * no connection or the exchange fell short after the statement was sent

@@ -727,7 +727,7 @@ worker_start_app(const struct worker_args *args, struct worker_ctx *w)
 	struct app_env env;
 
 	if (app->uses_db && (w->db = db_open(args->cfg->db_conninfo,
-	    app->statements, app->nstatements)) == NULL) {
+	    args->cfg->db_read_conninfo, app->statements, app->nstatements)) == NULL) {
 		log_err("%s: out of memory", __func__);
 		return -1;
 	}

@@ -43,8 +43,9 @@ import cfpmtest as ct  # noqa: E402
 POOL = 3
 # Upper bounds for "it happens", not speeds: READY=1 after a start or a
 # reload waits for each worker's first connection attempt (libpq's
-# connect_timeout, 5 s in cfpm, is the longest) and for retired workers to
-# leave; 20 s says "not hanging" with room for the sanitizer build.
+# connect_timeout, 2 s per host in cfpm, is the longest) and for retired
+# workers to leave; 20 s says "not hanging" with room for the sanitizer
+# build.
 READY_BOUND = 20
 UNAVAILABLE = "Database unavailable"
 
