@@ -125,28 +125,33 @@ def _split_records(buf):
     return out, buf
 
 
-def _connect(address, timeout):
+def _connect(address, timeout, source=None):
+    """A connection to address (a unix path or (host, port)); source: the
+    local IPv4 address to connect from."""
     if isinstance(address, str):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     else:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.settimeout(timeout)
+    if source is not None:
+        s.bind((source, 0))
     s.connect(address)
     return s
 
 
 def fcgi_request(address, method, uri, headers=None, body=b"",
-                 content_length=None, timeout=10, extra=None):
+                 content_length=None, timeout=10, extra=None, source=None):
     """One FastCGI responder request to address (unix path or (host,
     port)) with cgi_params(); strings go out as latin-1 ("\\xff" is the
     byte 0xff). Reads stdout until END_REQUEST or EOF. Returns a
-    Response; a NoResponse (status 0) if nothing came back."""
+    Response; a NoResponse (status 0) if nothing came back. source: see
+    _connect()."""
     return fcgi_exact(address, cgi_params(method, uri, headers, body,
                                           content_length, extra),
-                      body, timeout)
+                      body, timeout, source)
 
 
-def fcgi_exact(address, params, body=b"", timeout=10):
+def fcgi_exact(address, params, body=b"", timeout=10, source=None):
     """One FastCGI responder request carrying exactly params (a dict),
     nothing added — no REQUEST_URI unless given, as a monitoring client
     talking to a status socket sends it — and body as stdin. Returns as
@@ -157,7 +162,7 @@ def fcgi_exact(address, params, body=b"", timeout=10):
     stdout = b""
     s = None
     try:
-        s = _connect(address, timeout)
+        s = _connect(address, timeout, source)
         try:
             s.sendall(msg)
         except OSError:
@@ -181,6 +186,8 @@ def fcgi_exact(address, params, body=b"", timeout=10):
     finally:
         if s is not None:
             s.close()
+    if not stdout and not ended:
+        return NoResponse("closed without a reply", time.monotonic() - t0)
     return _parse(stdout, time.monotonic() - t0)
 
 

@@ -357,8 +357,7 @@ admin_accept(const struct admin_ctx *x)
 	int i, fd;
 
 	for (i = 0; i < ADMIN_ACCEPTS; i++) {
-		fd = accept4(a->ls.fd, NULL, NULL, SOCK_NONBLOCK |
-		    SOCK_CLOEXEC);
+		fd = listen_accept(a->ls.fd, &x->cfg->listen_allowed);
 		if (fd == -1)
 			return;		/* EAGAIN, or one that went away */
 		if ((c = admin_free_conn(a)) == NULL ||

@@ -1,5 +1,5 @@
 /*
- * conn.c: a worker's FastCGI connections: accept, read and check each
+ * conn.c: a worker's FastCGI connections: read and check each
  * request whole, send, release (see conn.h). Runs in workers only.
  */
 #include "server/conn.h"
@@ -35,12 +35,6 @@ conn_listen_prepare(int listen_fd)
 		return 0;
 	return setsockopt(listen_fd, SOL_SOCKET, SO_RCVBUF, &size,
 	    sizeof(size));
-}
-
-int
-conn_accept(int listen_fd)
-{
-	return accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 }
 
 /* Waits until fd is ready for events or deadline_us: 1 ready, 0 not. */

@@ -41,13 +41,6 @@ struct conn_policy {
  */
 int conn_listen_prepare(int listen_fd);
 
-/*
- * Accepts one connection from the (non-blocking) listen socket. Returns
- * its descriptor (non-blocking, close-on-exec), or -1 with errno
- * (EAGAIN: another worker was quicker).
- */
-int conn_accept(int listen_fd);
-
 enum conn_read {
 	CONN_READ_REQUEST = 0,	/* fr holds a request: serve it */
 	CONN_READ_CLOSED,	/* no request; the connection is closed */

@@ -1,12 +1,14 @@
 /*
- * listen.c: the listen sockets (master only): the pool socket and the
- * status socket the master serves itself, each taken from systemd (told
- * apart by LISTEN_FDNAMES) or bound before the first fork; the
- * sd_listen_fds protocol is implemented here, without libsystemd. Both
- * are non-blocking: workers inherit the pool
- * socket, wait for it in epoll (EPOLLEXCLUSIVE) and accept4() without
- * blocking, so one that loses the race gets EAGAIN. Also reads a socket's
- * accept queue for the status page, and removes what it created.
+ * listen.c: the listen sockets (set up by the master): the pool socket
+ * and the status socket the master serves itself, each taken from
+ * systemd (told apart by LISTEN_FDNAMES) or bound before the first fork;
+ * the sd_listen_fds protocol is implemented here, without libsystemd.
+ * Both are non-blocking: workers inherit the pool socket, wait for it in
+ * epoll (EPOLLEXCLUSIVE) and accept (listen_accept(), also the master's
+ * for the status socket) without blocking, so one that loses the race
+ * gets EAGAIN; listen.allowed_clients is enforced there. Also reads a
+ * socket's accept queue for the status page, and removes what it
+ * created.
  */
 #include "server/listen.h"
 
@@ -331,6 +333,28 @@ listen_bind(struct listen_sock *ls, const struct listen_spec *spec)
 	return 0;
 fail:
 	listen_close(ls);
+	return -1;
+}
+
+int
+listen_accept(int fd, const struct allow_list *allowed)
+{
+	static struct log_flood refused;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char peer[ALLOW_TEXT_MAX];
+	int c;
+
+	c = accept4(fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK |
+	    SOCK_CLOEXEC);
+	if (c == -1 || allow_match(allowed, (struct sockaddr *)&ss, len))
+		return c;
+	allow_text((struct sockaddr *)&ss, len, peer, sizeof(peer));
+	(void)log_flood(&refused, CONFIG_LOG_ERROR, "Connection disallowed: "
+	    "IP address '%s' has been dropped (listen.allowed_clients)",
+	    peer);
+	(void)close(c);
+	errno = EAGAIN;
 	return -1;
 }
 

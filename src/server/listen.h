@@ -71,6 +71,15 @@ void listen_spec_status(const struct config *cfg, struct listen_spec *spec);
 int listen_bind(struct listen_sock *ls, const struct listen_spec *spec);
 
 /* Closes the socket and removes the unix path if this process made it. */
+/*
+ * Accepts one connection from the non-blocking listen socket fd: its
+ * descriptor (non-blocking, close-on-exec), or -1 with errno (EAGAIN:
+ * none waiting, another process was quicker, or the one waiting was
+ * not in allowed: closed at once and logged as PHP-FPM does, at most
+ * once per LOG_FLOOD_INTERVAL_US per process).
+ */
+int listen_accept(int fd, const struct allow_list *allowed);
+
 void listen_close(struct listen_sock *ls);
 
 /*

@@ -26,6 +26,7 @@
 #include "server/db.h"
 #include "server/http.h"
 #include "server/keep.h"
+#include "server/listen.h"
 #include "server/sandbox.h"
 #include "util/clock.h"
 #include "util/esc.h"
@@ -660,7 +661,8 @@ worker_act(struct worker_ctx *w, const struct keep_seen *seen)
 		worker_release_held(w);
 	if (!plan.accept)
 		return 0;
-	if ((fd = conn_accept(w->listen_fd)) == -1) {
+	if ((fd = listen_accept(w->listen_fd, &w->cfg->listen_allowed)) ==
+	    -1) {
 		/* Another worker was quicker: EAGAIN, wait again. */
 		if (worker_accept_transient(errno))
 			return 0;

@@ -136,6 +136,21 @@ cfg_set_mode(struct config *cfg, const struct config_directive *d,
 	return 0;
 }
 
+/* listen.allowed_clients: parsed here, so a bad entry is a config
+ * error with its file and line. */
+static int
+cfg_set_allowed(struct config *cfg, const struct config_directive *d,
+    const char *value, char *why, size_t whylen)
+{
+	char reason[CONFIG_MAX_VALUE];
+
+	if (allow_parse(value, (struct allow_list *)(void *)CFG_PTR(cfg, d),
+	    reason, sizeof(reason)) == 0)
+		return 0;
+	snprintf(why, whylen, "%s: %s", d->key, reason);
+	return -1;
+}
+
 /* The choice of d->choices that value names, or NULL and a reason. */
 static const struct config_choice *
 cfg_find_choice(const struct config_directive *d, const char *value,
@@ -226,6 +241,8 @@ static const struct config_directive config_directives[] = {
 	CFG_STRING("listen.owner", listen_owner),
 	CFG_STRING("listen.group", listen_group),
 	CFG_MODE("listen.mode", listen_mode),
+	{ "listen.allowed_clients", cfg_set_allowed,
+	    CFG_FIELD(listen_allowed), 0, 0, NULL },
 	CFG_ONLY("pm", cfg_pm_choices),
 	CFG_INT("pm.max_children", max_children, 1, CONFIG_MAX_CHILDREN),
 	CFG_INT("pm.max_requests", max_requests, 0, INT64_MAX),

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "util/allow.h"
+
 #define CONFIG_MAX_LINE		4096	/* longest line in a config file */
 #define CONFIG_MAX_VALUE	1024	/* longest value */
 #define CONFIG_MAX_CHILDREN	1024	/* pm.max_children upper bound */
@@ -53,6 +55,8 @@ struct config {
 	char		listen_owner[CONFIG_MAX_VALUE];
 	char		listen_group[CONFIG_MAX_VALUE];
 	mode_t		listen_mode;
+	struct allow_list listen_allowed;	/* listen.allowed_clients: both
+						   sockets; empty = any */
 
 	/* pool */
 	int		max_children;		/* pm.max_children, 1..1024 */
