@@ -19,7 +19,6 @@ The INSERT is never prepared on the standby (no prepare error logged).
 
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
@@ -31,16 +30,6 @@ ABSENT_ID = 999999999
 REPLAY_WAIT_S = 15.0     # a commit shows on the standby within this
 RECONNECT_WAIT_S = 15.0  # workers reconnect to a restarted standby
 GETS_WHILE_DOWN = 20
-
-
-def wait_for(pred, seconds, interval=0.1):
-    """Polls pred() until true or seconds pass; returns its last value."""
-    end = time.monotonic() + seconds
-    while True:
-        v = pred()
-        if v or time.monotonic() >= end:
-            return v
-        time.sleep(interval)
 
 
 def has_row(pg, event_id):
@@ -62,14 +51,14 @@ def post_id(st, tok):
 
 def check_reads_on_standby(st, sb, tok):
     tap = st.tap
-    tap.ok(wait_for(lambda: cfpm_links(sb) >= POOL, RECONNECT_WAIT_S),
+    tap.ok(ct.wait_for(lambda: cfpm_links(sb) >= POOL, RECONNECT_WAIT_S),
            "every worker holds a read connection on the standby",
            "standby sees %d" % cfpm_links(sb))
     status, gone = post_id(st, tok)
     tap.is_(status, 201, "POST before the replay pause: 201")
     if gone is None:
         return
-    tap.ok(wait_for(lambda: has_row(sb, gone), REPLAY_WAIT_S),
+    tap.ok(ct.wait_for(lambda: has_row(sb, gone), REPLAY_WAIT_S),
            "the new row reached the standby")
     sb.psql("SELECT pg_wal_replay_pause()")
     st.pg.psql("DELETE FROM events WHERE id = %d" % gone)
@@ -93,7 +82,7 @@ def check_read_your_writes(st, sb, tok):
     r = st.get("/events/%d" % ABSENT_ID, tok)
     tap.is_(r.status, 404, "an id nobody wrote: 404")
     sb.psql("SELECT pg_wal_replay_resume()")
-    tap.ok(wait_for(lambda: has_row(sb, new), REPLAY_WAIT_S),
+    tap.ok(ct.wait_for(lambda: has_row(sb, new), REPLAY_WAIT_S),
            "replay resumed: the standby catches up")
     return new
 
@@ -112,7 +101,7 @@ def check_standby_down(st, sb, tok, known):
     def back():
         st.get("/events/%d" % known, tok)
         return cfpm_links(sb) >= 1
-    tap.ok(wait_for(back, RECONNECT_WAIT_S, 0.3),
+    tap.ok(ct.wait_for(back, RECONNECT_WAIT_S, 0.3),
            "standby back: read connections return to it")
 
 
