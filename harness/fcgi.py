@@ -244,6 +244,12 @@ class KeptConnection:
         t0 = time.monotonic()
         if not self.send(method, uri, **kw):
             return NoResponse("write failed", 0), []
+        return self.reply(timeout, t0)
+
+    def reply(self, timeout=10, t0=None):
+        """The reply to the request sent last: as request() returns it;
+        t0: when it was sent (for elapsed)."""
+        t0 = time.monotonic() if t0 is None else t0
         recs = self.records(timeout, until_end=True)
         ends = [i for i, r in enumerate(recs) if r[0] == FCGI_END_REQUEST]
         if not ends:

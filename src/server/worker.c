@@ -498,7 +498,31 @@ worker_release_held(struct worker_ctx *w)
 	w->held = -1;
 }
 
-/* Closes released connections whose peer did not close them in time;
+static int worker_serve_conn(struct worker_ctx *, int, int, int);
+
+/*
+ * An event on a released connection, or its time up: nginx's close, or
+ * a request that raced the release (served; its reply ends the
+ * connection). expired: nothing there means a peer that never closes:
+ * closed. A request is served even then: the worker may have been busy
+ * with another for longer than the wait, and closing over it unread
+ * would reset the connection under a request nginx already sent (a 502
+ * for a POST).
+ */
+static void
+worker_released_event(struct worker_ctx *w, unsigned i, int expired)
+{
+	int fd = w->released[i].fd;
+
+	w->draining++;		/* whatever it asks, it is not kept */
+	if (worker_serve_conn(w, fd, 1, 0) != -1)
+		worker_released_drop(w, i, 0);	/* closed by now */
+	else if (expired)
+		worker_released_drop(w, i, 1);
+	w->draining--;
+}
+
+/* Ends released connections whose peer did not close them in time;
  * returns the ms until the next such deadline (-1: none). */
 static int
 worker_released_expire(struct worker_ctx *w)
@@ -508,7 +532,7 @@ worker_released_expire(struct worker_ctx *w)
 
 	while (i < w->nreleased) {
 		if ((left = w->released[i].until_us - now) <= 0) {
-			worker_released_drop(w, i, 1);
+			worker_released_event(w, i, 1);
 			continue;
 		}
 		if (next == -1 || left < next)
@@ -583,19 +607,6 @@ worker_serve_conn(struct worker_ctx *w, int fd, int kept, int queued)
 	return 1;
 }
 
-/* An event on a released connection: nginx's close, or a request that
- * raced the release (served; its reply ends the connection). */
-static void
-worker_released_event(struct worker_ctx *w, unsigned i)
-{
-	int fd = w->released[i].fd;
-
-	w->draining++;		/* whatever it asks, it is not kept */
-	if (worker_serve_conn(w, fd, 1, 0) != -1)
-		worker_released_drop(w, i, 0);	/* closed by now */
-	w->draining--;
-}
-
 /* One wait's outcome (keep.h's struct keep_seen) and the database. */
 static void
 worker_wait(struct worker_ctx *w, struct keep_seen *seen)
@@ -623,7 +634,7 @@ worker_wait(struct worker_ctx *w, struct keep_seen *seen)
 		} else if (fd == w->held)
 			seen->held_ready = 1;
 		else if ((idx = worker_released_find(w, fd)) != -1)
-			worker_released_event(w, (unsigned)idx);
+			worker_released_event(w, (unsigned)idx, 0);
 		else if (w->db != NULL)
 			db_idle_check(w->db);
 	}

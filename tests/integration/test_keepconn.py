@@ -267,6 +267,37 @@ def check_protocol(st):
                records_of(rel), r.status, records_of(after)))
     k.close()
 
+    # The same race while the only worker is busy with another request
+    # for longer than a released connection's wait (a statement held by
+    # a lock, as a database failing over holds it): the request written
+    # into the released connection is still answered when the worker
+    # comes back, not reset unread.
+    k = ct.KeptConnection(st.sock)
+    k.request("GET", "/health")
+    holder = st.pg.lock_table()
+    slow = []
+    t = threading.Thread(target=lambda: slow.append(ct.fcgi_request(
+        st.sock, "GET", "/events/1", headers={
+            "Authorization": "Bearer " + st.tokens["valid"]}, timeout=30)),
+        daemon=True)
+    t.start()
+    held = ct.wait_for(lambda: st.pg.waiting_locks() >= 1, 5, 0.05)
+    rel = k.records(RELEASE_WAIT / 2)
+    sent = k.send("GET", "/health")
+    time.sleep(RELEASE_WAIT + 0.5)
+    st.pg.release_lock(holder)
+    r, after = k.reply(10)
+    t.join(30)
+    tap.ok(held and records_of(rel) == [(ct.FCGI_STDERR, 0)] and sent and
+           r.status == 200 and slow and slow[0].status == 200 and
+           k.closed_by_peer(1),
+           "the close race behind a request busy past the release wait: "
+           "the raced request is answered, then the worker closes",
+           "lock waited %r, release %r, reply %r (%s), slow %r" % (
+               held, records_of(rel), r.status, r.reason,
+               [x.status for x in slow]))
+    k.close()
+
     # A peer that ignores the release is closed after a bounded time;
     # the worker serves others meanwhile.
     k = ct.KeptConnection(st.sock)
