@@ -68,7 +68,7 @@ FAULTS = {
 
 def read_env(path):
     """The env file's NAME=value lines, as the shell would see them."""
-    rc, out, err = proc.run(["sh", "-c", '. "$1" && env', "sh", path],
+    rc, out, err = proc.run(["sh", "-c", 'set -a && . "$1" && env', "sh", path],
                             timeout=10)
     if rc != 0:
         raise RuntimeError("cannot read %s: %s" % (path, err))
@@ -105,6 +105,13 @@ class Cluster:
             with open(self.env["TOKEN_FILE"]) as f:
                 self.token = f.read().strip()
         return rc == 0
+
+    def resolve(self, host):
+        """primary: the db host that is primary now; others as named."""
+        if host != "primary":
+            return host
+        rc, out = self.tool("--state")
+        return out.strip() if rc == 0 else host
 
     def sql(self, query):
         """Rows (lists of fields) of query on the primary of the moment."""
@@ -273,11 +280,11 @@ def run_fault(tap, cl, key):
     name, action, host, hold = FAULTS[key]
     kind = "cluster-%s-%d" % (key, os.getpid())
     tap.diag("-- %s. %s" % (key, name))
+    target = cl.resolve(host)
     load = Load(cl, kind)
     time.sleep(WARMUP_S)
-    rc, out = cl.tool("--" + action, host)
+    rc, _ = cl.tool("--" + action, target)
     t0 = time.monotonic()
-    target = out.strip().split()[-1] if rc == 0 and out.strip() else host
     tap.is_(rc, 0, "%s: cluster-up --%s %s (%s)" % (name, action, host,
                                                    target))
     hold_fault(load, t0, hold)
