@@ -8,7 +8,11 @@ balancer while, one after the other:
   c. an app host is killed (SIGKILL of all its processes), then healed;
   d. an app host is partitioned (link down: packets dropped), then healed;
   a. the primary's host is killed, then healed (it rejoins as standby);
-  b. the primary is partitioned, then healed.
+  b. the primary is partitioned, then healed;
+  e. the standby is partitioned, then healed;
+  f. the standby's host is killed, then healed (pg_auto_failover stops
+     waiting for it: writes go on, on the primary alone, until it is
+     back in sync).
 Each writer POSTs a unique marker, then GETs the id it was given; readers
 GET ids others were given. After each fault, on the primary of the day:
 every acknowledged id is stored exactly once with its marker, no marker
@@ -19,8 +23,8 @@ longest stretch without a 201 after it, reported). At the end both
 database hosts hold every acknowledged row. Figures: $CLUSTER_DIR/
 results.json and the diagnostics below.
 
-Needs root and network namespaces. CFPM_CLUSTER_FAULTS=c,d,a,b picks
-faults (in that order).
+Needs root and network namespaces. CFPM_CLUSTER_FAULTS=c,d,a,b,e,f
+(the default) picks faults and their order.
 """
 
 import json
@@ -63,6 +67,8 @@ FAULTS = {
     "d": ("app host partitioned", "partition", "app2", APP_PART_HOLD_S),
     "a": ("primary's host killed", "kill", "primary", None),
     "b": ("primary partitioned", "partition", "primary", None),
+    "e": ("standby partitioned", "partition", "standby", None),
+    "f": ("standby's host killed", "kill", "standby", None),
 }
 
 
@@ -107,11 +113,16 @@ class Cluster:
         return rc == 0
 
     def resolve(self, host):
-        """primary: the db host that is primary now; others as named."""
-        if host != "primary":
+        """primary, standby: the db host that is one now; others as
+        named."""
+        if host not in ("primary", "standby"):
             return host
         rc, out = self.tool("--state")
-        return out.strip() if rc == 0 else host
+        if rc != 0 or out.strip() not in ("db1", "db2"):
+            return host
+        if host == "primary":
+            return out.strip()
+        return "db2" if out.strip() == "db1" else "db1"
 
     def sql(self, query):
         """Rows (lists of fields) of query on the primary of the moment."""
@@ -323,7 +334,8 @@ def check_replicas(tap, cl, runs):
 
 
 def body(tap):
-    keys = (os.environ.get("CFPM_CLUSTER_FAULTS") or "c,d,a,b").split(",")
+    keys = (os.environ.get("CFPM_CLUSTER_FAULTS") or
+            "c,d,a,b,e,f").split(",")
     cl = Cluster(tap)
     if not tap.ok(cl.up(), "tools/cluster-up brought the cluster up"):
         return
