@@ -12,7 +12,8 @@ balancer while, one after the other:
   e. the standby is partitioned, then healed;
   f. the standby's host is killed, then healed (pg_auto_failover stops
      waiting for it: writes go on, on the primary alone, until it is
-     back in sync).
+     back in sync);
+  g. the monitor is killed, then healed: clients see nothing.
 Each writer POSTs a unique marker, then GETs the id it was given; readers
 GET ids others were given. After each fault, on the primary of the day:
 every acknowledged id is stored exactly once with its marker, no marker
@@ -23,7 +24,7 @@ longest stretch without a 201 after it, reported). At the end both
 database hosts hold every acknowledged row. Figures: $CLUSTER_DIR/
 results.json and the diagnostics below.
 
-Needs root and network namespaces. CFPM_CLUSTER_FAULTS=c,d,a,b,e,f
+Needs root and network namespaces. CFPM_CLUSTER_FAULTS=c,d,a,b,e,f,g
 (the default) picks faults and their order.
 """
 
@@ -56,6 +57,7 @@ RESUME_LIMIT_S = 30.0   # the issue's bound on a write outage
 WARMUP_S = 3.0          # load before the fault
 APP_KILL_HOLD_S = 8.0   # an app host stays dead this long
 APP_PART_HOLD_S = 20.0  # past nginx's 15 s read timeout for stranded ones
+MONITOR_HOLD_S = 8.0    # the monitor stays dead this long
 DB_HOLD_MAX_S = 45.0    # a database fault is held until writes resume ...
 DB_STABLE_ACKS = 20     # ... this many 201s from requests sent after it
 AFTER_HEAL_S = 3.0      # load goes on across the heal
@@ -69,6 +71,7 @@ FAULTS = {
     "b": ("primary partitioned", "partition", "primary", None),
     "e": ("standby partitioned", "partition", "standby", None),
     "f": ("standby's host killed", "kill", "standby", None),
+    "g": ("monitor killed", "kill", "monitor", MONITOR_HOLD_S),
 }
 
 
@@ -314,6 +317,10 @@ def run_fault(tap, cl, key):
     res = {"fault": name, "host": target, "write_gap_s": round(window, 1)}
     res.update(check_data(tap, name, load, stored_rows(cl, kind)))
     res.update(check_answers(tap, name, load))
+    if action == "kill" and host == "monitor":
+        tap.ok(set(res["writes"]) == {"201"} and set(res["reads"]) ==
+               {"200"}, "%s: every write 201, every read 200" % name,
+               "writes %r, reads %r" % (res["writes"], res["reads"]))
     tap.diag("%s: %s" % (name, json.dumps(res, sort_keys=True)))
     return res, kind, load
 
@@ -335,7 +342,7 @@ def check_replicas(tap, cl, runs):
 
 def body(tap):
     keys = (os.environ.get("CFPM_CLUSTER_FAULTS") or
-            "c,d,a,b,e,f").split(",")
+            "c,d,a,b,e,f,g").split(",")
     cl = Cluster(tap)
     if not tap.ok(cl.up(), "tools/cluster-up brought the cluster up"):
         return
