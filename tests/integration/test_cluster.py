@@ -130,7 +130,7 @@ class Cluster:
     def sql(self, query):
         """Rows (lists of fields) of query on the primary of the moment."""
         rc, out, err = proc.run(
-            ["sh", "-c", '. "$1" && eval "$PSQL -F \'\t\' -c \\"\\$2\\""',
+            ["sh", "-c", '. "$1" && $PSQL -F "$(printf \'\\t\')" -c "$2"',
              "sh", os.path.join(CLUSTER_DIR, "env"), query], timeout=60)
         if rc != 0:
             raise RuntimeError("PSQL failed: %s: %s" % (query, err))
