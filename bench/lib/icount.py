@@ -650,12 +650,19 @@ def _summary_lines(doc):
     return _table(head, rows)
 
 
-def _library_lines(run):
-    libs = []
+def _keys_in_order(run, part, field):
+    """The keys of run[part][app][win][field] over the windows, each once,
+    in the order first seen."""
+    out = []
     for app, win, _ in WINDOW_NAMES:
-        for g in run["callgrind"][app][win]["by_library"]:
-            if g not in libs:
-                libs.append(g)
+        for k in run[part][app][win][field]:
+            if k not in out:
+                out.append(k)
+    return out
+
+
+def _library_lines(run):
+    libs = _keys_in_order(run, "callgrind", "by_library")
     rows = [[g] + ["{:,.0f}".format(run["callgrind"][app][win][
         "by_library"].get(g, 0)) for app, win, _ in WINDOW_NAMES]
         for g in libs]
@@ -664,22 +671,18 @@ def _library_lines(run):
 
 
 def _syscall_lines(run):
-    names = []
-    for app, win, _ in WINDOW_NAMES:
-        for k in run["syscalls"][app][win]["calls"]:
-            if k not in names:
-                names.append(k)
+    names = _keys_in_order(run, "syscalls", "calls")
     rows = []
     for k in names:
         cells = []
         for app, win, _ in WINDOW_NAMES:
             w = run["syscalls"][app][win]
-            c = "%.2f" % w["calls"].get(k, 0)
+            c = "%.3f" % w["calls"].get(k, 0)
             if w["errors"].get(k):
-                c += " (%.2f err)" % w["errors"][k]
+                c += " (%.3f err)" % w["errors"][k]
             cells.append(c)
         rows.append([k] + cells)
-    rows.append(["total"] + ["%.2f" % run["syscalls"][a][w]["per_request"]
+    rows.append(["total"] + ["%.3f" % run["syscalls"][a][w]["per_request"]
                              for a, w, _ in WINDOW_NAMES])
     return _table(["system calls per request"] + [n for _, _, n in
                                                    WINDOW_NAMES], rows)
