@@ -65,7 +65,7 @@ import types
 from harness import http, nginx, pg, proc
 from harness.contract import BENCH_BODY, JSON
 from harness.keys import Keys
-from harness.procfs import children, stat_fields
+from harness.procfs import children
 
 from . import callgrind, candidates
 
@@ -216,6 +216,8 @@ class Bench:
         self.nruns = 0
 
     def setup(self):
+        """PostgreSQL started and seeded, keys, the two tokens, the ids
+        of the GETs and of the warm-up. Raises RuntimeError."""
         o = self.opts
         self.pg = pg.Cluster(self.workdir)
         proc.log("PostgreSQL: initdb, start, seed %d rows" % o.rows)
