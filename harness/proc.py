@@ -196,6 +196,31 @@ def spawn(argv, log_path=None, env=None, cwd=None, stdin=None, group=None,
     return p
 
 
+def run_session(argv, timeout, env=None, merge=False, grace=20):
+    """Runs argv to completion in a new session, its output captured
+    (stderr into stdout if merge); on timeout its process group gets
+    SIGTERM (a harness run then cleans up after itself), SIGKILL after
+    grace more seconds. Returns (rc, stdout, stderr) as text; rc is None
+    after a timeout, and stdout ends with "(timed out)"."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT if merge else
+                         subprocess.PIPE, env=env, start_new_session=True)
+    rc = None
+    try:
+        out, err = p.communicate(timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            out, err = p.communicate(timeout=grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+        out += b"\n(timed out)"
+    return rc, out.decode("utf-8", "replace"), \
+        (err or b"").decode("utf-8", "replace")
+
+
 def run(argv, timeout=60, input=None, env=None, cwd=None, group=None,
         cpus=None, check=False):
     """Runs argv to completion in a new session (in cgroup group, pinned

@@ -2,11 +2,13 @@
 procfs.py: readers for /proc. Process state, parent and group (the tests'
 checks of the pool and of orphans), process trees, CPU time (own and
 reaped children's) and resident memory (the benchmark's accounting), and
-per-CPU busy/steal time from /proc/stat. Reads only; a process that is
-gone reads as None, 0 or empty, never as an error.
+per-CPU busy/steal time from /proc/stat. Reads only, but for
+kill_mentioning(), a test's last resort against orphans; a process that
+is gone reads as None, 0 or empty, never as an error.
 """
 
 import os
+import signal
 
 TICK = os.sysconf("SC_CLK_TCK")
 STAT_STATE, STAT_PPID, STAT_PGRP = 0, 1, 2      # fields 3..5 of stat
@@ -84,6 +86,18 @@ def cmdline_pids(needle):
         except OSError:
             pass
     return out
+
+
+def kill_mentioning(needle):
+    """SIGKILLs every process (not ours) whose command line contains
+    needle: the orphans a cleanup could not reach (workers of a master
+    that died, a stray postmaster), found by the unique directory they
+    were started with."""
+    for pid in cmdline_pids(needle):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def comm(pid):

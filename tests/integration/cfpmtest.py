@@ -69,8 +69,8 @@ from harness.proc import (  # noqa: E402
     cleanup, free_port, have_ipv6_loopback, is_socket, run, spawn, stop,
     tail, unix_socket_live, wait_for)
 from harness.procfs import (  # noqa: E402
-    children, cmdline_pids, group_members, pid_alive, proc_stat, vmrss_kb,
-    zombies)
+    children, cmdline_pids, group_members, kill_mentioning, pid_alive,
+    proc_stat, vmrss_kb, zombies)
 from harness.tap import TAP  # noqa: E402
 
 # What the tests use as ct.NAME: the Stack and its helpers, and the harness
@@ -286,11 +286,7 @@ class Stack:
         orphans (workers of a master that died, a stray postmaster) carry
         the unique temp dir in their command line; then the dir goes
         (unless CFPM_KEEP_TMP=1)."""
-        for pid in cmdline_pids(self.dir):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        kill_mentioning(self.dir)
         if os.environ.get("CFPM_KEEP_TMP") == "1":
             print("# kept temp dir %s" % self.dir)
             return

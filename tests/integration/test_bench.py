@@ -21,8 +21,6 @@ import glob
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 
@@ -42,7 +40,8 @@ FILES = ("records.jsonl", "summary.json", "summary.md", "throughput.svg",
 DIAG_LINES = 40            # a failure shows the end of its output
 sys.path[:0] = [os.path.join(SRCDIR, "bench"), SRCDIR]     # lib, harness
 
-from harness.procfs import cmdline_pids  # noqa: E402
+from harness.proc import run_session  # noqa: E402
+from harness.procfs import cmdline_pids, kill_mentioning  # noqa: E402
 from harness.tap import TAP  # noqa: E402
 
 
@@ -57,20 +56,8 @@ def run_bench(out, work, candidates=("cfpm",) + PEERS, extra=(), env=None,
             "--workdir", work] + list(extra)
     env = dict(os.environ, CFPM_BUILDDIR=BUILDDIR, CFPM_SRCDIR=SRCDIR,
                **(env or {}))
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, env=env,
-                         start_new_session=True)
-    try:
-        data, _ = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGTERM)
-        try:
-            data, _ = p.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            data, _ = p.communicate()
-        return -1, data.decode("utf-8", "replace") + "\n(timed out)"
-    return p.returncode, data.decode("utf-8", "replace")
+    rc, output, _ = run_session(argv, timeout, env, merge=True)
+    return -1 if rc is None else rc, output
 
 
 def leftovers(work):
@@ -257,11 +244,7 @@ def main():
                os.listdir(work))
         check_missing_runtime(tap, tmp)
     finally:
-        for pid in leftovers(work):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        kill_mentioning(work)
         shutil.rmtree(tmp, ignore_errors=True)
     return tap.done()
 
