@@ -34,7 +34,8 @@ enum status_type {
 };
 
 struct status_item {
-	const char		*group;	/* JSON object it nests in, or NULL */
+	const char		*prefix; /* a family's name before the key
+					   ("responses"), or NULL */
 	const char		*key;	/* PHP-FPM's JSON key */
 	const char		*text;	/* the text page's key, when not key */
 	enum status_type	 type;
@@ -46,7 +47,7 @@ struct status_item {
 struct status_rec {
 	struct status_item	 item[STATUS_MAX_ITEMS];
 	unsigned		 n;
-	const char		*group;	/* the group items are added to */
+	const char		*prefix; /* the prefix of the items added */
 };
 
 /* Pool-wide figures derived from the slots, and the totals as read. */
@@ -226,7 +227,7 @@ rec_add(struct status_rec *r, const char *key, enum status_type type)
 		return NULL;	/* a programming error: the tests show it */
 	it = &r->item[r->n++];
 	memset(it, 0, sizeof(*it));
-	it->group = r->group;
+	it->prefix = r->prefix;
 	it->key = key;
 	it->type = type;
 	return it;
@@ -312,14 +313,14 @@ pool_record(const struct status_view *v, const struct status_pool *p,
 	    (long long)t->terminated);
 	rec_num(r, "generation", STATUS_INT, v->generation);
 	rec_num(r, "reloads", STATUS_INT, (long long)t->reloads);
-	r->group = "responses";
+	r->prefix = "responses";
 	for (i = 1; i < SCOREBOARD_CLASSES; i++)
 		rec_num(r, classes[i], STATUS_INT, (long long)t->by_class[i]);
-	r->group = "respawns";
+	r->prefix = "respawns";
 	for (i = 0; i < SB_REASON_MAX; i++)
 		rec_num(r, scoreboard_reason_name(i), STATUS_INT,
 		    (long long)t->respawns[i]);
-	r->group = NULL;
+	r->prefix = NULL;
 }
 
 /* Reads slot i for its record (w->q: its client bytes, escaped). */
@@ -432,16 +433,22 @@ item_value(const struct status_view *v, const struct status_item *it,
 	return tmp;
 }
 
-/* The item's name (key) after its group, if any; every space in it
- * becomes space ('-' for XML, whose names cannot hold one). */
+/*
+ * The item's name (key) after its prefix, if any ("responses 2xx"); every
+ * space in it becomes space ('-' for XML, whose names cannot hold one).
+ * Every format names an item so, JSON included: a scalar under a flat
+ * key, as PHP-FPM's own, so that clients which cut the page's one object
+ * out with a regular expression (Zabbix's template) or walk it one level
+ * deep find every figure.
+ */
 static const char *
 item_name(const struct status_item *it, const char *key, char space,
     char *out, size_t cap)
 {
 	char *p;
 
-	if (it->group != NULL)
-		snprintf(out, cap, "%s%c%s", it->group, space, key);
+	if (it->prefix != NULL)
+		snprintf(out, cap, "%s%c%s", it->prefix, space, key);
 	else
 		snprintf(out, cap, "%s", key);
 	for (p = out; *p != '\0'; p++)
@@ -529,32 +536,23 @@ static void
 json_record(struct buf *o, const struct status_view *v,
     const struct status_rec *r)
 {
-	char val[STATUS_MAX_VALUE];
+	char name[STATUS_MAX_NAME], val[STATUS_MAX_VALUE];
 	const struct status_item *it;
-	const char *group = NULL;
 	unsigned i;
 
 	buf_add(o, "{", 1);
 	for (i = 0; i < r->n; i++) {
 		it = &r->item[i];
-		if (it->group != group && group != NULL)
-			buf_add(o, "}", 1);
 		if (i > 0)
 			buf_add(o, ",", 1);
-		if (it->group != group && it->group != NULL) {
-			json_string(o, it->group);
-			buf_add(o, ":{", 2);
-		}
-		group = it->group;
-		json_string(o, it->key);
+		json_string(o, item_name(it, it->key, ' ', name,
+		    sizeof(name)));
 		buf_add(o, ":", 1);
 		if (it->type == STATUS_STR)
 			json_string(o, it->str);
 		else
 			buf_str(o, item_value(v, it, 0, val, sizeof(val)));
 	}
-	if (group != NULL)
-		buf_add(o, "}", 1);
 }
 
 /* PHP-FPM's XML: one element per item, each ending in sep. */
