@@ -723,7 +723,13 @@ status_page(struct buf *o, const struct status_view *v,
 	buf_str(o, f->workers_end);
 }
 
-/* A metric family's HELP and TYPE lines. */
+/*
+ * A metric family's HELP and TYPE lines, named as its samples are: the
+ * text format's rule, which promtool and Prometheus's metadata follow
+ * (an OpenMetrics family "cfpm_reloads" of samples "cfpm_reloads_total"
+ * is a sample without help or type to them). PHP-FPM's counters have
+ * one name for both too.
+ */
 static void
 om_family(struct buf *o, const char *name, const char *type,
     const char *help)
@@ -743,7 +749,8 @@ om_metric(struct buf *o, const char *name, const char *type,
 /*
  * PHP-FPM's metrics under its names and types (its counters carry no
  * _total: dashboards match the names as PHP-FPM sends them), then
- * cfpm's, named cfpm_* with OpenMetrics' _total on counters.
+ * cfpm's, named cfpm_* with _total on counters, each with its HELP and
+ * TYPE, and a UNIT where the name ends in one (OpenMetrics).
  */
 static void
 status_openmetrics(struct buf *o, const struct status_view *v,
@@ -781,28 +788,30 @@ status_openmetrics(struct buf *o, const struct status_view *v,
 	    (long long)t->max_children_reached);
 	om_metric(o, "phpfpm_slow_requests", "counter",
 	    "Requests over request_slowlog_timeout.", (long long)t->slow);
-	om_metric(o, "cfpm_start_time_seconds", "gauge",
-	    "When the pool started, in Unix seconds.", t->start_time);
-	om_family(o, "cfpm_terminated_requests", "counter",
-	    "Requests over request_terminate_timeout.");
-	buf_printf(o, "cfpm_terminated_requests_total %llu\n",
-	    (unsigned long long)t->terminated);
-	om_family(o, "cfpm_reloads", "counter", "Reloads.");
-	buf_printf(o, "cfpm_reloads_total %llu\n",
-	    (unsigned long long)t->reloads);
+	om_family(o, "cfpm_start_time_seconds", "gauge",
+	    "When the pool started, in Unix seconds.");
+	buf_printf(o, "# UNIT cfpm_start_time_seconds seconds\n"
+	    "cfpm_start_time_seconds %lld\n", (long long)t->start_time);
+	om_metric(o, "cfpm_terminated_requests_total", "counter",
+	    "Requests over request_terminate_timeout.",
+	    (long long)t->terminated);
+	om_metric(o, "cfpm_reloads_total", "counter", "Reloads.",
+	    (long long)t->reloads);
 	om_metric(o, "cfpm_generation", "gauge",
 	    "The pool's generation (one more per reload).", v->generation);
-	om_family(o, "cfpm_responses", "counter", "Responses by status class.");
+	om_family(o, "cfpm_responses_total", "counter",
+	    "Responses by status class.");
 	for (c = 1; c < SCOREBOARD_CLASSES; c++)
 		buf_printf(o, "cfpm_responses_total{class=\"%dxx\"} %llu\n", c,
 		    (unsigned long long)t->by_class[c]);
-	om_family(o, "cfpm_respawns", "counter", "Workers replaced, by reason.");
+	om_family(o, "cfpm_respawns_total", "counter",
+	    "Workers replaced, by reason.");
 	for (c = 0; c < SB_REASON_MAX; c++)
 		buf_printf(o, "cfpm_respawns_total{reason=\"%s\"} %llu\n",
 		    scoreboard_reason_name(c),
 		    (unsigned long long)t->respawns[c]);
 	if (full) {
-		om_family(o, "cfpm_worker_requests", "counter",
+		om_family(o, "cfpm_worker_requests_total", "counter",
 		    "Requests per worker.");
 		for (i = 0; i < v->sb->nslots; i++) {
 			if (v->sb->slots[i].master.life == SB_LIFE_FREE)

@@ -811,7 +811,8 @@ test_openmetrics(struct status_view *v, char *page)
 {
 	long n = render(v, STATUS_OPENMETRICS, 1, page);
 	char *line, *save = NULL, name[128], want[160];
-	int bad = 0, lines = 0, eof = 0, order = 1;
+	char help[128] = "", type[128] = "";
+	int bad = 0, lines = 0, eof = 0, order = 1, unnamed = 0;
 	const char *at = page;
 	unsigned long long value;
 	size_t i;
@@ -843,8 +844,15 @@ test_openmetrics(struct status_view *v, char *page)
 	    strstr(page, "\nphpfpm_start_since 100\n") != NULL,
 	    "OpenMetrics: PHP-FPM's names, types and figures");
 	ok(strstr(page, "\n# TYPE cfpm_start_time_seconds gauge\n"
+	    "# UNIT cfpm_start_time_seconds seconds\n"
 	    "cfpm_start_time_seconds 1789999900\n") != NULL,
-	    "OpenMetrics: the start time");
+	    "OpenMetrics: the start time, with its unit");
+	ok(strstr(page, "\n# HELP cfpm_responses_total ") != NULL &&
+	    strstr(page, "\n# TYPE cfpm_responses_total counter\n"
+	    "cfpm_responses_total{class=\"1xx\"} ") != NULL &&
+	    strstr(page, "\n# TYPE cfpm_reloads_total counter\n"
+	    "cfpm_reloads_total 2\n") != NULL,
+	    "OpenMetrics: a counter's HELP and TYPE name its samples");
 	ok(strstr(page, "\ncfpm_responses_total{class=\"4xx\"} 1\n") != NULL,
 	    "OpenMetrics: responses by class");
 	ok(strstr(page, "\ncfpm_respawns_total{reason=\"terminate\"} 5\n") !=
@@ -861,8 +869,9 @@ test_openmetrics(struct status_view *v, char *page)
 	    line = strtok_r(NULL, "\n", &save)) {
 		lines++;
 		eof = strcmp(line, "# EOF") == 0;
-		if (strncmp(line, "# TYPE ", 7) == 0 ||
-		    strncmp(line, "# HELP ", 7) == 0 || eof)
+		if (sscanf(line, "# HELP %127s", help) == 1 ||
+		    sscanf(line, "# TYPE %127s", type) == 1 ||
+		    strncmp(line, "# UNIT ", 7) == 0 || eof)
 			continue;
 		if (sscanf(line, "%127[a-z_]%*[^ ] %llu", name,
 		    &value) != 2 && sscanf(line, "%127[a-z_] %llu", name,
@@ -871,9 +880,14 @@ test_openmetrics(struct status_view *v, char *page)
 		else if (strncmp(name, "phpfpm_", 7) != 0 &&
 		    strncmp(name, "cfpm_", 5) != 0)
 			bad++;
+		else if (strcmp(name, help) != 0 || strcmp(name, type) != 0)
+			unnamed++;
 	}
 	ok(lines > 40 && bad == 0, "OpenMetrics: %d lines, each a comment "
 	    "or a phpfpm_ or cfpm_ sample (%d not)", lines, bad);
+	is_int(unnamed, 0, "OpenMetrics: every sample under a HELP and a "
+	    "TYPE of its own name (what promtool and Prometheus's metadata "
+	    "look up)");
 	ok(eof, "OpenMetrics: ends with # EOF");
 	n = render(v, STATUS_OPENMETRICS, 0, page);
 	ok(n > 0 && strstr(page, "cfpm_worker_requests") == NULL,
