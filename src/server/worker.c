@@ -247,15 +247,21 @@ worker_note_db(struct worker_ctx *w)
 	sb_worker_db_error(w->slot, text, clock_now_us());
 }
 
-/* The ping path is the server's (PHP-FPM's ping.path); the rest the
- * application's. */
+/*
+ * The ping path is the server's (PHP-FPM's ping.path), found as PHP-FPM
+ * and the status socket find it (http_route: SCRIPT_NAME, then
+ * REQUEST_URI); the rest the application's, which routes on the raw
+ * REQUEST_URI.
+ */
 static int
 worker_dispatch(struct worker_ctx *w, struct http_request *r)
 {
 	struct http_answer a;
+	struct http_route q;
 
-	if (http_answer_ping(&a, w->cfg, r->method, strlen(r->method), r->path,
-	    r->path_len))
+	http_route(r->params, r->params_len, &q);
+	if (http_answer_ping(&a, w->cfg, q.method, q.method_len, q.path,
+	    q.path_len))
 		return http_send(r, &a);
 	return w->app->handle(w->state, r);
 }
