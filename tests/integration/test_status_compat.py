@@ -26,11 +26,7 @@ the number held at once, max children reached counts each time every
 worker was busy, and both are counted by the workers as it happens, not
 sampled by the master.
 """
-import json
-import os
 import re
-import shutil
-import signal
 import threading
 import xml.etree.ElementTree as ElementTree
 
@@ -39,7 +35,6 @@ import cfpmtest as ct
 POOL = 3
 FPM_POOL = 2
 HELD_URI = "/events/1"
-PHP_FPM = shutil.which("php-fpm8.2") or "/usr/sbin/php-fpm8.2"
 XHTML = "{http://www.w3.org/1999/xhtml}"
 
 # What hipages/php-fpm_exporter (phpfpm/phpfpm.go) sends, and what its
@@ -119,50 +114,6 @@ def missing(fpm, cfpm):
     """PHP-FPM's names cfpm lacks, in PHP-FPM's order."""
     have = set(cfpm)
     return [k for k in fpm if k not in have]
-
-
-# -- PHP-FPM ------------------------------------------------------------------
-
-class PhpFpm:
-    """Debian's php-fpm8.2 with a private config in directory d."""
-
-    def __init__(self, d):
-        self.dir = d
-        self.sock = os.path.join(d, "php-fpm.sock")
-        self.log = os.path.join(d, "php-fpm.log")
-        self.conf = os.path.join(d, "php-fpm.conf")
-        user = ""
-        if ct.worker_ids() is not None:
-            user = "user = %s\ngroup = %s\n" % (ct.WORKER_USER,
-                                                ct.WORKER_GROUP)
-        with open(self.conf, "w") as f:
-            f.write("[global]\nerror_log = %s\npid = %s\ndaemonize = no\n"
-                    "[www]\n%slisten = %s\nlisten.mode = 0666\n"
-                    "pm = static\npm.max_children = %d\n"
-                    "pm.status_path = /status\nping.path = /ping\n"
-                    % (self.log, os.path.join(d, "php-fpm.pid"), user,
-                       self.sock, FPM_POOL))
-        argv = [PHP_FPM, "-y", self.conf, "-F"]
-        if os.geteuid() == 0:
-            argv.append("-R")
-        self.proc = ct.spawn(argv, log_path=os.path.join(d, "php-fpm.out"))
-
-    def ready(self, timeout=15):
-        def up():
-            if self.proc.poll() is not None:
-                return "dead"
-            r = ask(self.sock, "json")
-            return "up" if r.status == 200 else None
-        return ct.wait_for(up, timeout, 0.1) == "up"
-
-    def stop(self, timeout=10):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGQUIT)
-        try:
-            return self.proc.wait(timeout=timeout)
-        except Exception:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            return self.proc.wait(timeout=5)
 
 
 # -- the tests ----------------------------------------------------------------
@@ -313,16 +264,17 @@ def compare_pages(tap, fsock, csock):
 
 def test_compat(st):
     tap = st.tap
-    if not os.access(PHP_FPM, os.X_OK):
+    if not ct.php_fpm_installed():
         tap.skip("the status pages of cfpm and PHP-FPM 8.2 compared",
                  "php-fpm8.2 is not installed (tools/install-deps)")
         return
-    fpm = PhpFpm(st.dir)
+    ids = ct.worker_ids()
+    fpm = ct.PhpFpm(st.dir, FPM_POOL, *((ct.WORKER_USER, ct.WORKER_GROUP)
+                                        if ids is not None else ()))
     try:
         up = fpm.ready()
         tap.ok(up, "php-fpm8.2 serves its status page",
-               ct.tail(fpm.log, 20), ct.tail(os.path.join(
-                   st.dir, "php-fpm.out"), 20))
+               ct.tail(fpm.log, 20), ct.tail(fpm.out, 20))
         if not up:
             return
         for _ in range(3):
