@@ -62,7 +62,7 @@ from harness.http import (  # noqa: E402
     api_request, build_raw, http_raw, http_request)
 from harness.keys import (  # noqa: E402
     CLAIMS_EXP_IN, CLAIMS_NBF_AGO, Keys, b64url, claims_json, write_jwks)
-from harness.nginx import Nginx, cfpm_site  # noqa: E402
+from harness.nginx import Nginx, cfpm_site, fpm_status_site  # noqa: E402
 from harness.paths import CFPM, PG_BINDIR, SRCDIR  # noqa: E402
 from harness.pg import Cluster  # noqa: E402
 from harness.phpfpm import PhpFpm  # noqa: E402
@@ -92,6 +92,8 @@ __all__ = [
     "fcgi_record", "fcgi_request", "api_request", "build_raw", "http_raw",
     "http_request", "CLAIMS_EXP_IN", "CLAIMS_NBF_AGO", "Keys", "b64url",
     "claims_json", "write_jwks",
+    # harness.nginx
+    "Nginx", "fpm_status_site",
     # harness.paths, harness.pg, harness.phpfpm, harness.tap
     "CFPM", "PG_BINDIR", "SRCDIR", "Cluster", "PhpFpm", "php_fpm_installed",
     "TAP",
