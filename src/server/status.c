@@ -260,7 +260,7 @@ status_count(const struct status_view *v, struct status_pool *p)
 
 	memset(p, 0, sizeof(*p));
 	for (i = 0; i < v->sb->nslots; i++) {
-		if (v->sb->slots[i].master.life == SB_LIFE_FREE)
+		if (!scoreboard_live(&v->sb->slots[i]))
 			continue;
 		(void)scoreboard_read(&v->sb->slots[i], &s);
 		p->total++;
@@ -712,7 +712,7 @@ status_page(struct buf *o, const struct status_view *v,
 		html_row(o, v, &r, 1);
 	}
 	for (i = 0; i < v->sb->nslots; i++) {
-		if (v->sb->slots[i].master.life == SB_LIFE_FREE)
+		if (!scoreboard_live(&v->sb->slots[i]))
 			continue;
 		worker_read(v, i, &w);
 		worker_record(v, &w, &r);
@@ -814,7 +814,7 @@ status_openmetrics(struct buf *o, const struct status_view *v,
 		om_family(o, "cfpm_worker_requests_total", "counter",
 		    "Requests per worker.");
 		for (i = 0; i < v->sb->nslots; i++) {
-			if (v->sb->slots[i].master.life == SB_LIFE_FREE)
+			if (!scoreboard_live(&v->sb->slots[i]))
 				continue;
 			(void)scoreboard_read(&v->sb->slots[i], &s);
 			buf_printf(o, "cfpm_worker_requests_total"
