@@ -20,6 +20,7 @@
 #include "util/clock.h"
 #include "server/fcgi.h"
 #include "server/http.h"
+#include "server/statuspage.h"
 #include "util/log.h"
 
 /* A status request is parameters only; a body is refused, not read. */
@@ -48,7 +49,7 @@ struct admin {
 struct admin_ctx {
 	struct admin		*a;
 	const struct config	*cfg;
-	void			(*fill)(struct status_view *, void *);
+	int			(*fill)(struct status_view *, void *);
 	void			*arg;
 };
 
@@ -166,42 +167,8 @@ admin_respond(struct admin_conn *c, unsigned id, const struct http_answer *a)
 	    out) : 0);
 }
 
-/* The status page into ans, or 404/405/500 (the workers' replies). */
-static void
-admin_status_page(const struct admin_ctx *x, const struct http_route *q,
-    struct http_answer *ans)
-{
-	const struct config *cfg = x->cfg;
-	enum status_format fmt;
-	struct status_view v;
-	int full;
-	long n;
-
-	if (cfg->status_path[0] == '\0' ||
-	    !http_path_is(q->path, q->path_len, cfg->status_path)) {
-		http_answer_error(ans, 404, "not_found", NULL);
-		return;
-	}
-	if (!http_path_is(q->method, q->method_len, "GET") &&
-	    !http_path_is(q->method, q->method_len, "HEAD")) {
-		http_answer_not_allowed(ans, "GET, HEAD");
-		return;
-	}
-	status_parse_query(q->query, q->query_len, &fmt, &full);
-	x->fill(&v, x->arg);
-	n = status_render(&v, fmt, full, x->a->page, sizeof(x->a->page));
-	if (n < 0) {
-		http_answer_error(ans, 500, "server_error", NULL);
-		return;
-	}
-	ans->status = 200;
-	ans->content_type = status_content_type(fmt);
-	ans->headers = HTTP_NO_CACHE;	/* PHP-FPM's */
-	ans->body = x->a->page;
-	ans->len = (size_t)n;
-}
-
-/* The ping path (as the workers answer it), or the status page. */
+/* The ping path or the status page, as the workers answer them; else
+ * 404 (the workers' reply for a path they do not know). */
 static void
 admin_answer(const struct admin_ctx *x, struct admin_conn *c,
     const struct fcgi_scan *s)
@@ -213,8 +180,9 @@ admin_answer(const struct admin_ctx *x, struct admin_conn *c,
 	plen = fcgi_params_copy(c->in, s, x->a->params);
 	http_route(x->a->params, plen, &q);
 	if (!http_answer_ping(&ans, x->cfg, q.method, q.method_len, q.path,
-	    q.path_len))
-		admin_status_page(x, &q, &ans);
+	    q.path_len) && !statuspage_answer(&ans, x->cfg, &q, x->fill,
+	    x->arg, x->a->page, sizeof(x->a->page)))
+		http_answer_error(&ans, 404, "not_found", NULL);
 	admin_respond(c, s->id, &ans);
 }
 
@@ -330,7 +298,7 @@ admin_accept(const struct admin_ctx *x)
 
 void
 admin_process(struct admin *a, const struct pollfd *pfd,
-    const struct config *cfg, void (*fill)(struct status_view *, void *),
+    const struct config *cfg, int (*fill)(struct status_view *, void *),
     void *arg)
 {
 	struct admin_ctx x = { a, cfg, fill, arg };

@@ -32,6 +32,7 @@
 #include "server/sandbox.h"
 #include "server/scoreboard.h"
 #include "server/status.h"
+#include "server/statuspage.h"
 #include "server/worker.h"
 
 #define MASTER_SLOTS	(2 * CONFIG_MAX_CHILDREN)	/* room for reloads */
@@ -724,56 +725,16 @@ master_timeout_ms(const struct master *m)
 	return MASTER_IDLE_MS;
 }
 
-/* A worker's resident size now and at its peak, from /proc/PID/status
- * (-1 for what cannot be read). */
-static void
-master_worker_mem(pid_t pid, struct status_mem *mem)
-{
-	char path[64], line[128];
-	FILE *f;
-
-	mem->rss_kb = mem->peak_kb = -1;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "VmHWM: %ld", &mem->peak_kb) != 1)
-			(void)sscanf(line, "VmRSS: %ld", &mem->rss_kb);
-	fclose(f);
-}
-
-/* Local time's offset from UTC at t (the status page's text dates). */
-static long
-master_utc_offset(int64_t t)
-{
-	time_t when = (time_t)t;
-	struct tm tm;
-
-	return localtime_r(&when, &tm) != NULL ? tm.tm_gmtoff : 0;
-}
-
-/* Fills a status view from the scoreboard (the admin socket asks). */
-static void
+/* The status page's view, the listen queue sampled now (admin.c asks). */
+static int
 master_fill_status(struct status_view *v, void *arg)
 {
-	static struct status_mem mem[MASTER_SLOTS];
 	struct master *m = arg;
-	unsigned i;
+	unsigned queued, limit;
 
-	memset(v, 0, sizeof(*v));
-	for (i = 0; i < m->sb->nslots; i++) {
-		mem[i].rss_kb = mem[i].peak_kb = -1;
-		if (m->sb->slots[i].master.life != SB_LIFE_FREE)
-			master_worker_mem(m->sb->slots[i].master.pid, &mem[i]);
-	}
-	v->pool = m->cfg->pool_name;
-	v->sb = m->sb;
-	v->mem = mem;
-	v->generation = m->pool.generation;
-	master_sample(m, &v->listen_queue, &v->listen_queue_len);
-	v->now = (int64_t)time(NULL);
-	v->now_us = clock_now_us();
-	v->utc_offset = master_utc_offset;
+	master_sample(m, &queued, &limit);
+	return statuspage_view(v, m->sb, m->cfg->pool_name, m->pool.generation,
+	    queued, limit);
 }
 
 /*

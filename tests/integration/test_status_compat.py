@@ -19,7 +19,9 @@ the status socket with SCRIPT_FILENAME, SCRIPT_NAME, SERVER_SOFTWARE,
 REMOTE_ADDR and QUERY_STRING=json&full (its FastCGI client adds
 REQUEST_METHOD=GET and CONTENT_LENGTH=0) and no REQUEST_URI: cfpm answers
 200 with the JSON it parses, and counts the requests served. A client
-that sends REQUEST_URI=/status and QUERY_STRING=json gets JSON too.
+that sends REQUEST_URI=/status and QUERY_STRING=json gets JSON too. On
+the pool socket, where PHP-FPM users point it (PHP-FPM has one socket),
+a worker answers the same page: the status socket's figures.
 
 Peaks. Requests held on a table lock: max active processes is exactly
 the number held at once, max children reached counts each time every
@@ -179,12 +181,57 @@ def test_exporter(st):
         r = ask(st.status_sock, query)
         tap.is_(r.header("content-type"), ctype, "?%s: %s, as PHP-FPM "
                 "reads the query" % (query, ctype))
+    test_pool_socket(st)
     r = ct.fcgi_exact(st.status_sock, {"SCRIPT_NAME": "/ping",
                                        "REQUEST_METHOD": "GET"}, timeout=5)
     tap.ok(r.status == 200 and r.body == b"pong" and
            r.header("cache-control") == "no-cache, no-store, "
            "must-revalidate, max-age=0", "ping by SCRIPT_NAME alone: 200 "
            "pong, never cached", repr(r))
+
+
+# What the pool socket's page (a worker's) and the status socket's (the
+# master's) must agree on: nothing here moves between two requests.
+SAME_FIGURES = ("pool", "process manager", "start time", "total processes",
+                "listen queue len", "generation", "reloads")
+
+
+def test_pool_socket(st):
+    """The exporter's request on the pool socket, as PHP-FPM answers it
+    on its pool: the status socket's page, served by a worker."""
+    tap = st.tap
+    before = ct.fcgi_exact(st.status_sock, EXPORTER, timeout=5).json() or {}
+    pool = ct.fcgi_exact(st.sock, EXPORTER, timeout=5)
+    master = ct.fcgi_exact(st.status_sock, EXPORTER, timeout=5)
+    pj, mj = pool.json() or {}, master.json() or {}
+    tap.ok(pool.status == 200 and pool.header("content-type") ==
+           "application/json" and pool.header("cache-control") ==
+           master.header("cache-control") and "accepted conn" in pj,
+           "the exporter's request on the pool socket: 200 JSON, as on "
+           "the status socket", repr(pool))
+    tap.is_({k: pj.get(k) for k in SAME_FIGURES},
+            {k: mj.get(k) for k in SAME_FIGURES}, "the pool socket's page "
+            "has the status socket's figures (the listen queue as the "
+            "master last sampled it)")
+    tap.is_(sorted(p.get("pid") for p in pj.get("processes", [])),
+            sorted(st.cfpm.workers()), "the pool socket's page lists every "
+            "worker by pid")
+    accepted = [j.get("accepted conn") for j in (before, pj, mj)]
+    tap.ok(pj.get("active processes", 0) >= 1 and None not in accepted and
+           accepted[0] + 1 == accepted[1] == accepted[2],
+           "the worker serving it is active, and the page is a request "
+           "the pool accepted (as PHP-FPM's)", "accepted conn before, on "
+           "the pool socket, after: %r" % accepted)
+    p = status_params("json")
+    p["REQUEST_METHOD"] = "POST"
+    r = ct.fcgi_exact(st.sock, p, timeout=5)
+    tap.ok(r.status == 405 and r.header("allow") == "GET, HEAD",
+           "POST to the status path on the pool socket: 405, as on the "
+           "status socket", repr(r))
+    r = ct.fcgi_exact(st.sock, status_params("openmetrics"), timeout=5)
+    tap.ok(r.status == 200 and r.body.endswith(b"# EOF\n") and
+           b"\nphpfpm_up 1\n" in r.body, "?openmetrics on the pool "
+           "socket", repr(r))
 
 
 def compare_json(tap, fpm, cfpm):
