@@ -244,6 +244,12 @@ def compare_json(tap, fpm, cfpm):
     tap.diag("cfpm's extra keys: %s" % ", ".join(k for k in cj
                                                     if k not in fj))
     tap.is_(missing(fj, cj), [], "JSON: every PHP-FPM key is cfpm's")
+    tap.is_({k: t for k, t in json_types(cj).items()
+             if k not in fj and t not in ("int", "float", "str")}, {},
+            "JSON: each of cfpm's extra keys a scalar, as PHP-FPM's (no "
+            "object nests but the processes array)")
+    for k in ("responses 2xx", "respawns crash"):
+        tap.is_(json_types(cj).get(k), "int", "JSON: %r, an integer" % k)
     ft, ctypes = json_types(fj), json_types(cj)
     tap.is_({k: (t, ctypes.get(k)) for k, t in ft.items()
              if ctypes.get(k) != t}, {}, "JSON: each with PHP-FPM's type")
