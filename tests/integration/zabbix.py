@@ -42,7 +42,10 @@ import subprocess
 import tempfile
 import time
 
-import yaml
+try:
+    import yaml     # python3-yaml: the templates are YAML
+except ImportError:
+    yaml = None
 
 TEMPLATES = "/usr/share/doc/zabbix-frontend-php/templates/app"
 AGENT_TEMPLATE = os.path.join(TEMPLATES, "php-fpm_agent",
