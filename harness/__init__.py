@@ -20,4 +20,6 @@ Modules; each imports only the standard library and modules above it:
   keys      key pairs, JWKS and tokens (cfpm-token, openssl fallback)
   pg        a private PostgreSQL 15 cluster run as the postgres user
   nginx     nginx configurations and instances
+  phpfpm    Debian's php-fpm8.2 with its status and ping pages, the
+            reference the status page is compared with
 """

@@ -11,7 +11,9 @@ Server blocks (the site):
   fastcgi_site()  the same FastCGI settings for another responder
                   (php-fpm, the libfcgi hello-world);
   proxy_site()    HTTP reverse proxy with upstream keepalive;
-  static_site()   the code-free probe: return 200 '{"ok":true}'.
+  static_site()   the code-free probe: return 200 '{"ok":true}';
+  fpm_status_site() PHP-FPM's status and ping pages as its users serve
+                  them (SCRIPT_FILENAME from the document root).
 """
 
 import os
@@ -160,6 +162,24 @@ def _keep_conn(block, keep_conn):
                            "fastcgi_keep_conn %d, upstream keepalive %d"
                            % (n1, n2))
     return block
+
+
+# PHP-FPM's status and ping pages as its documentation and monitoring
+# guides serve them: PHP-FPM answers 404 without SCRIPT_FILENAME.
+FPM_STATUS_SITE = SERVER_HEAD + """\
+    location ~ ^/(status|ping)$ {{
+        include {params};
+        fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
+        fastcgi_pass unix:{sock};
+    }}
+}}
+"""
+
+
+def fpm_status_site(sock, port):
+    """PHP-FPM's /status and /ping on unix socket sock, on port."""
+    return FPM_STATUS_SITE.format(sock=sock, port=port,
+                                  params=FASTCGI_PARAMS)
 
 
 def fastcgi_site(name, sock, port, script="/dev/null"):

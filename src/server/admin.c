@@ -20,6 +20,7 @@
 #include "util/clock.h"
 #include "server/fcgi.h"
 #include "server/http.h"
+#include "server/statuspage.h"
 #include "util/log.h"
 
 /* A status request is parameters only; a body is refused, not read. */
@@ -36,12 +37,6 @@ struct admin_conn {
 	size_t		 outlen, outoff;
 };
 
-/* The request, as the page needs it (values point into a->params). */
-struct admin_req {
-	const unsigned char	*method, *path, *query;
-	size_t			 method_len, path_len, query_len;
-};
-
 struct admin {
 	struct listen_sock	ls;
 	struct admin_conn	conns[ADMIN_MAX_CONNS];
@@ -54,7 +49,7 @@ struct admin {
 struct admin_ctx {
 	struct admin		*a;
 	const struct config	*cfg;
-	void			(*fill)(struct status_view *, void *);
+	int			(*fill)(struct status_view *, void *);
 	void			*arg;
 };
 
@@ -172,96 +167,22 @@ admin_respond(struct admin_conn *c, unsigned id, const struct http_answer *a)
 	    out) : 0);
 }
 
-static int
-admin_is(const unsigned char *v, size_t len, const char *s)
-{
-	return http_path_is((const char *)v, len, s);
-}
-
-/*
- * Method, path and query as PHP-FPM takes them: the path is SCRIPT_NAME
- * (what an exporter talking FastCGI to this socket sends, with no
- * REQUEST_URI), or REQUEST_URI's path when SCRIPT_NAME is absent or
- * empty; the query is QUERY_STRING, or what follows '?' in REQUEST_URI
- * when there is no QUERY_STRING. Absent values are empty.
- */
-static void
-admin_request(const unsigned char *params, size_t plen, struct admin_req *q)
-{
-	const unsigned char *uri, *mark;
-	size_t ulen = 0;
-
-	memset(q, 0, sizeof(*q));
-	q->method = fcgi_param(params, plen, "REQUEST_METHOD", &q->method_len);
-	q->path = fcgi_param(params, plen, "SCRIPT_NAME", &q->path_len);
-	q->query = fcgi_param(params, plen, "QUERY_STRING", &q->query_len);
-	uri = fcgi_param(params, plen, "REQUEST_URI", &ulen);
-	mark = uri ? memchr(uri, '?', ulen) : NULL;
-	if (q->path == NULL || q->path_len == 0) {
-		q->path = uri;
-		q->path_len = mark ? (size_t)(mark - uri) : ulen;
-	}
-	if (q->query == NULL && mark != NULL) {
-		q->query = mark + 1;
-		q->query_len = ulen - (size_t)(mark + 1 - uri);
-	}
-	if (q->method == NULL)
-		q->method = (const unsigned char *)"";
-	if (q->path == NULL)
-		q->path = (const unsigned char *)"";
-	if (q->query == NULL)
-		q->query = (const unsigned char *)"";
-}
-
-/* The status page into ans, or 404/405/500 (the workers' replies). */
-static void
-admin_status_page(const struct admin_ctx *x, const struct admin_req *q,
-    struct http_answer *ans)
-{
-	const struct config *cfg = x->cfg;
-	enum status_format fmt;
-	struct status_view v;
-	int full;
-	long n;
-
-	if (cfg->status_path[0] == '\0' ||
-	    !admin_is(q->path, q->path_len, cfg->status_path)) {
-		http_answer_error(ans, 404, "not_found", NULL);
-		return;
-	}
-	if (!admin_is(q->method, q->method_len, "GET") &&
-	    !admin_is(q->method, q->method_len, "HEAD")) {
-		http_answer_not_allowed(ans, "GET, HEAD");
-		return;
-	}
-	status_parse_query((const char *)q->query, q->query_len, &fmt, &full);
-	x->fill(&v, x->arg);
-	n = status_render(&v, fmt, full, x->a->page, sizeof(x->a->page));
-	if (n < 0) {
-		http_answer_error(ans, 500, "server_error", NULL);
-		return;
-	}
-	ans->status = 200;
-	ans->content_type = status_content_type(fmt);
-	ans->headers = HTTP_NO_CACHE;	/* PHP-FPM's */
-	ans->body = x->a->page;
-	ans->len = (size_t)n;
-}
-
-/* The ping path (as the workers answer it), or the status page. */
+/* The ping path or the status page, as the workers answer them; else
+ * 404 (the workers' reply for a path they do not know). */
 static void
 admin_answer(const struct admin_ctx *x, struct admin_conn *c,
     const struct fcgi_scan *s)
 {
 	struct http_answer ans;
-	struct admin_req q;
+	struct http_route q;
 	size_t plen;
 
 	plen = fcgi_params_copy(c->in, s, x->a->params);
-	admin_request(x->a->params, plen, &q);
-	if (!http_answer_ping(&ans, x->cfg, (const char *)q.method,
-	    q.method_len, (const char *)q.path, q.path_len))
-		admin_status_page(x, &q, &ans);
+	http_route(x->a->params, plen, &q);
+	if (!http_answer_ping(&ans, x->cfg, q.method, q.method_len, q.path,
+	    q.path_len) && !statuspage_answer(&ans, x->cfg, &q, x->fill,
+	    x->arg, x->a->page, sizeof(x->a->page)))
+		http_answer_error(&ans, 404, "not_found", NULL);
 	admin_respond(c, s->id, &ans);
 }
 
@@ -377,7 +298,7 @@ admin_accept(const struct admin_ctx *x)
 
 void
 admin_process(struct admin *a, const struct pollfd *pfd,
-    const struct config *cfg, void (*fill)(struct status_view *, void *),
+    const struct config *cfg, int (*fill)(struct status_view *, void *),
     void *arg)
 {
 	struct admin_ctx x = { a, cfg, fill, arg };

@@ -42,11 +42,12 @@ int admin_poll_fds(const struct admin *a, struct pollfd *pfd);
  * After poll: accepts, reads, answers and writes what pfd reports, and
  * closes connections past their deadline (cfg->request_read_timeout from
  * the accept, for reading and writing together). The status page is
- * rendered from the view the caller's fill function gives; the ping
- * path answers cfg->ping_response; anything else 404. Never blocks.
+ * rendered from the view the caller's fill function gives (-1: no view,
+ * 500; statuspage.h); the ping path answers cfg->ping_response; anything
+ * else 404. Never blocks.
  */
 void admin_process(struct admin *a, const struct pollfd *pfd,
-    const struct config *cfg, void (*fill)(struct status_view *, void *),
+    const struct config *cfg, int (*fill)(struct status_view *, void *),
     void *arg);
 
 /*

@@ -221,6 +221,37 @@ http_path_is(const char *path, size_t len, const char *want)
 	return len == strlen(want) && memcmp(path, want, len) == 0;
 }
 
+void
+http_route(const unsigned char *params, size_t plen, struct http_route *q)
+{
+	const unsigned char *v, *uri, *mark;
+	size_t ulen = 0;
+
+	memset(q, 0, sizeof(*q));
+	q->method = "";
+	q->path = "";
+	q->query = "";
+	if ((v = fcgi_param(params, plen, "REQUEST_METHOD",
+	    &q->method_len)) != NULL)
+		q->method = (const char *)v;
+	uri = fcgi_param(params, plen, "REQUEST_URI", &ulen);
+	mark = uri ? memchr(uri, '?', ulen) : NULL;
+	if ((v = fcgi_param(params, plen, "SCRIPT_NAME", &q->path_len)) !=
+	    NULL && q->path_len > 0)
+		q->path = (const char *)v;
+	else if (uri != NULL) {
+		q->path = (const char *)uri;
+		q->path_len = mark ? (size_t)(mark - uri) : ulen;
+	}
+	if ((v = fcgi_param(params, plen, "QUERY_STRING",
+	    &q->query_len)) != NULL)
+		q->query = (const char *)v;
+	else if (mark != NULL) {
+		q->query = (const char *)mark + 1;
+		q->query_len = ulen - (size_t)(mark + 1 - uri);
+	}
+}
+
 int
 http_answer_ping(struct http_answer *a, const struct config *cfg,
     const char *method, size_t mlen, const char *path, size_t len)
@@ -234,7 +265,7 @@ http_answer_ping(struct http_answer *a, const struct config *cfg,
 		return 1;
 	}
 	a->status = 200;
-	a->content_type = "text/plain";
+	a->content_type = HTTP_PING_TYPE;
 	a->headers = HTTP_NO_CACHE;
 	a->body = cfg->ping_response;
 	a->len = strlen(cfg->ping_response);

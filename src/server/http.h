@@ -23,6 +23,10 @@
 #define HTTP_NO_CACHE	"Expires: Thu, 01 Jan 1970 00:00:00 GMT\r\n" \
 	"Cache-Control: no-cache, no-store, must-revalidate, max-age=0\r\n"
 
+/* The ping's Content-Type, PHP-FPM's (its text/plain with PHP's
+ * default_charset). */
+#define HTTP_PING_TYPE	"text/plain;charset=UTF-8"
+
 /* What a handler is doing, for the status page and the slow log. */
 enum http_phase {
 	HTTP_PHASE_READING = 0,	/* reading the request or its body */
@@ -142,12 +146,32 @@ void http_answer_not_allowed(struct http_answer *a, const char *allow);
 
 /*
  * PURE. The ping path (ping.path, PHP-FPM's): returns 1 and fills a if
- * path (len bytes, no query) is cfg->ping_path: 200 text/plain with
+ * path (len bytes, no query) is cfg->ping_path: 200 HTTP_PING_TYPE with
  * ping.response and HTTP_NO_CACHE for GET and HEAD (method: mlen bytes),
  * 405 otherwise. Returns 0 if it is not the ping path or ping is off.
  */
 int http_answer_ping(struct http_answer *a, const struct config *cfg,
     const char *method, size_t mlen, const char *path, size_t len);
+
+/* A request as PHP-FPM routes its own pages (values not NUL-terminated;
+ * absent ones are empty). */
+struct http_route {
+	const char	*method, *path, *query;
+	size_t		 method_len, path_len, query_len;
+};
+
+/*
+ * PURE. Method, path and query of the request whose name-value bytes are
+ * params (plen bytes, well formed), as PHP-FPM takes them for ping.path
+ * and pm.status_path: the path is SCRIPT_NAME (what a FastCGI client such
+ * as cgi-fcgi or an exporter sends, often with no REQUEST_URI), or
+ * REQUEST_URI's path when SCRIPT_NAME is absent or empty; the query is
+ * QUERY_STRING, or what follows '?' in REQUEST_URI when there is no
+ * QUERY_STRING. The workers and the status socket route alike through
+ * it. q points into params.
+ */
+void http_route(const unsigned char *params, size_t plen,
+    struct http_route *q);
 
 /* PURE. 1 if the len bytes at path are exactly the string want. */
 int http_path_is(const char *path, size_t len, const char *want);

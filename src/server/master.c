@@ -32,6 +32,7 @@
 #include "server/sandbox.h"
 #include "server/scoreboard.h"
 #include "server/status.h"
+#include "server/statuspage.h"
 #include "server/worker.h"
 
 #define MASTER_SLOTS	(2 * CONFIG_MAX_CHILDREN)	/* room for reloads */
@@ -244,7 +245,7 @@ master_spawn(struct master *m)
 			admin_forget(m->admin);	/* the master's, not ours */
 		worker_main(&args);
 	}
-	slot->master.pid = pid;
+	scoreboard_set_pid(slot, pid);
 	return 0;
 }
 
@@ -271,7 +272,7 @@ master_note_death(struct master *m, struct sb_slot *slot, int status)
 		    (int)v.master.pid, (unsigned long long)v.req.requests);
 	if (!d.respawn)
 		return;
-	m->sb->totals.respawns[d.reason]++;
+	scoreboard_add(&m->sb->totals.respawns[d.reason], 1);
 	/* Dying young (bad keys, crash at start): no fork storm. */
 	if (d.delay_ms > 0)
 		log_warn("worker died %lld ms after start; next start in %d ms",
@@ -408,10 +409,11 @@ master_reload(struct master *m)
 	master_unload(m);	/* running workers keep their own copy */
 	m->shared = shared;
 	master_snapshot(m);
-	m->sb->totals.respawns[SB_REASON_RELOAD] += pool_reload(&m->pool,
-	    m->snap, m->sb->nslots, (unsigned)next->max_children,
-	    next->process_control_timeout, clock_now_us());
-	m->sb->totals.reloads++;
+	scoreboard_add(&m->sb->totals.respawns[SB_REASON_RELOAD],
+	    pool_reload(&m->pool, m->snap, m->sb->nslots,
+	    (unsigned)next->max_children, next->process_control_timeout,
+	    clock_now_us()));
+	scoreboard_add(&m->sb->totals.reloads, 1);
 	scoreboard_set_max_children(m->sb, (unsigned)next->max_children);
 	log_notice("reload: generation %u, %d workers", m->pool.generation,
 	    next->max_children);
@@ -432,8 +434,9 @@ master_retire(struct master *m, int64_t now)
 			continue;
 		s = &m->sb->slots[i];
 		if (m->act[i] == POOL_RECYCLE)
-			m->sb->totals.respawns[SB_REASON_RECYCLE]++;
-		s->master.life = SB_LIFE_RETIRING;
+			scoreboard_add(&m->sb->totals.respawns[
+			    SB_REASON_RECYCLE], 1);
+		scoreboard_set_life(s, SB_LIFE_RETIRING);
 		kill(s->master.pid, SIGTERM);
 	}
 }
@@ -467,9 +470,11 @@ master_timeouts(struct master *m, int64_t now)
 		elapsed = now - v.req.start_us;
 		nr = v.req.requests + 1;	/* the one in progress */
 		if (slow > 0 && elapsed > slow && s->master.slow_logged != nr) {
-			s->master.slow_logged = nr;
+			/* The master's field: stored whole (scoreboard.h). */
+			__atomic_store_n(&s->master.slow_logged, nr,
+			    __ATOMIC_RELAXED);
 			status_request(&v, &q);	/* client bytes, escaped */
-			m->sb->totals.slow++;
+			scoreboard_add(&m->sb->totals.slow, 1);
 			log_warn("slow request: worker %d, %s %s, phase %s, "
 			    "%.3f s elapsed", (int)s->master.pid, q.method,
 			    q.uri, scoreboard_phase_name(v.phase),
@@ -477,8 +482,8 @@ master_timeouts(struct master *m, int64_t now)
 		}
 		if (term > 0 && s->master.life != SB_LIFE_KILLED &&
 		    elapsed > term + MASTER_TERMINATE_GRACE_MS * 1000) {
-			s->master.life = SB_LIFE_KILLED;
-			m->sb->totals.terminated++;
+			scoreboard_set_life(s, SB_LIFE_KILLED);
+			scoreboard_add(&m->sb->totals.terminated, 1);
 			status_request(&v, &q);
 			log_warn("request_terminate_timeout: killing worker %d "
 			    "(%s %s, phase %s)", (int)s->master.pid, q.method,
@@ -506,7 +511,10 @@ master_busy(const struct master *m)
 
 /*
  * The listen queue, sampled as PHP-FPM samples it: on every tick and at
- * every status request. Its peak is the most any sample saw; the busy
+ * every status request, and published with the pool's generation for
+ * the page a worker serves on the pool socket (scoreboard_sample), which
+ * shows the last sample, as PHP-FPM's workers do. Its peak is the most
+ * any sample saw; the busy
  * workers' peak and max_children_reached need no sampling: the workers
  * count them as they happen (scoreboard.h, PEAKS). Sets *queued and
  * *limit (0 when the socket cannot tell).
@@ -518,8 +526,7 @@ master_sample(struct master *m, unsigned *queued, unsigned *limit)
 		*queued = 0;
 		*limit = 0;
 	}
-	if (*queued > m->sb->totals.listen_queue_max)
-		m->sb->totals.listen_queue_max = *queued;
+	scoreboard_sample(m->sb, m->pool.generation, *queued, *limit);
 }
 
 /* What STATUS= leads with: a refused reload, the database's absence. */
@@ -718,56 +725,16 @@ master_timeout_ms(const struct master *m)
 	return MASTER_IDLE_MS;
 }
 
-/* A worker's resident size now and at its peak, from /proc/PID/status
- * (-1 for what cannot be read). */
-static void
-master_worker_mem(pid_t pid, struct status_mem *mem)
-{
-	char path[64], line[128];
-	FILE *f;
-
-	mem->rss_kb = mem->peak_kb = -1;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "VmHWM: %ld", &mem->peak_kb) != 1)
-			(void)sscanf(line, "VmRSS: %ld", &mem->rss_kb);
-	fclose(f);
-}
-
-/* Local time's offset from UTC at t (the status page's text dates). */
-static long
-master_utc_offset(int64_t t)
-{
-	time_t when = (time_t)t;
-	struct tm tm;
-
-	return localtime_r(&when, &tm) != NULL ? tm.tm_gmtoff : 0;
-}
-
-/* Fills a status view from the scoreboard (the admin socket asks). */
-static void
+/* The status page's view, the listen queue sampled now (admin.c asks). */
+static int
 master_fill_status(struct status_view *v, void *arg)
 {
-	static struct status_mem mem[MASTER_SLOTS];
 	struct master *m = arg;
-	unsigned i;
+	unsigned queued, limit;
 
-	memset(v, 0, sizeof(*v));
-	for (i = 0; i < m->sb->nslots; i++) {
-		mem[i].rss_kb = mem[i].peak_kb = -1;
-		if (m->sb->slots[i].master.life != SB_LIFE_FREE)
-			master_worker_mem(m->sb->slots[i].master.pid, &mem[i]);
-	}
-	v->pool = m->cfg->pool_name;
-	v->sb = m->sb;
-	v->mem = mem;
-	v->generation = m->pool.generation;
-	master_sample(m, &v->listen_queue, &v->listen_queue_len);
-	v->now = (int64_t)time(NULL);
-	v->now_us = clock_now_us();
-	v->utc_offset = master_utc_offset;
+	master_sample(m, &queued, &limit);
+	return statuspage_view(v, m->sb, m->cfg->pool_name, m->pool.generation,
+	    queued, limit);
 }
 
 /*
@@ -836,7 +803,7 @@ master_init(struct master *m, struct config *cfg,
 	if ((m->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1 ||
 	    (m->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
 		fatal("%s: eventfd: %s", __func__, strerror(errno));
-	m->sb->totals.start_time = (int64_t)time(NULL);
+	scoreboard_set_start(m->sb, (int64_t)time(NULL));
 	scoreboard_set_max_children(m->sb, (unsigned)own->max_children);
 	pool_init(&m->pool, (unsigned)own->max_children);
 	notify_init();

@@ -59,17 +59,75 @@ scoreboard_find(const struct scoreboard *sb, pid_t pid)
 	return -1;
 }
 
+/* The master part, field by field (OWNERSHIP): pid 0 until fork(). */
+static void
+sb_master_reset(struct sb_slot *slot, int life, unsigned generation,
+    int64_t now_us, int64_t now_s)
+{
+	struct sb_by_master *m = &slot->master;
+
+	__atomic_store_n(&m->pid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->generation, generation, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->started_us, now_us, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->started_at, now_s, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->slow_logged, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->life, life, __ATOMIC_RELAXED);
+}
+
 void
 scoreboard_claim(struct sb_slot *slot, unsigned generation, int64_t now_us,
     int64_t now_s)
 {
-	memset(slot, 0, sizeof(*slot));
+	memset(&slot->worker, 0, sizeof(slot->worker));
 	slot->worker.phase = SB_STARTING;
 	slot->worker.req.content_length = -1;
-	slot->master.life = SB_LIFE_RUNNING;
-	slot->master.generation = generation;
-	slot->master.started_us = now_us;
-	slot->master.started_at = now_s;
+	sb_master_reset(slot, SB_LIFE_RUNNING, generation, now_us, now_s);
+}
+
+void
+scoreboard_set_pid(struct sb_slot *slot, pid_t pid)
+{
+	__atomic_store_n(&slot->master.pid, pid, __ATOMIC_RELAXED);
+}
+
+void
+scoreboard_set_life(struct sb_slot *slot, enum sb_life life)
+{
+	__atomic_store_n(&slot->master.life, (int)life, __ATOMIC_RELAXED);
+}
+
+int
+scoreboard_live(const struct sb_slot *slot)
+{
+	return __atomic_load_n(&slot->master.life, __ATOMIC_RELAXED) !=
+	    SB_LIFE_FREE;
+}
+
+/* The master is the one writer of its totals: a load and a store. */
+void
+scoreboard_add(uint64_t *total, uint64_t n)
+{
+	__atomic_store_n(total, *total + n, __ATOMIC_RELAXED);
+}
+
+void
+scoreboard_set_start(struct scoreboard *sb, int64_t t)
+{
+	__atomic_store_n(&sb->totals.start_time, t, __ATOMIC_RELAXED);
+}
+
+void
+scoreboard_sample(struct scoreboard *sb, unsigned generation,
+    unsigned queued, unsigned limit)
+{
+	struct sb_totals *t = &sb->totals;
+
+	__atomic_store_n(&t->generation, generation, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->listen_queue, queued, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->listen_queue_len, limit, __ATOMIC_RELAXED);
+	if (queued > t->listen_queue_max)
+		__atomic_store_n(&t->listen_queue_max, queued,
+		    __ATOMIC_RELAXED);
 }
 
 static int
@@ -84,7 +142,8 @@ scoreboard_release(struct scoreboard *sb, struct sb_slot *slot)
 	/* No process holds the slot: its last phase is final (PEAKS). */
 	if (sb_phase_busy(slot->worker.phase))
 		__atomic_sub_fetch(&sb->totals.active, 1, __ATOMIC_RELAXED);
-	memset(slot, 0, sizeof(*slot));
+	sb_master_reset(slot, SB_LIFE_FREE, 0, 0, 0);
+	memset(&slot->worker, 0, sizeof(slot->worker));
 }
 
 void
@@ -132,10 +191,20 @@ sb_read_record(const unsigned *seq, void *dst, const void *src, size_t len)
 int
 scoreboard_read(const struct sb_slot *slot, struct sb_view *v)
 {
+	const struct sb_by_master *m = &slot->master;
 	const struct sb_by_worker *w = &slot->worker;
 	int rc;
 
-	v->master = slot->master;
+	v->master.pid = __atomic_load_n(&m->pid, __ATOMIC_RELAXED);
+	v->master.life = __atomic_load_n(&m->life, __ATOMIC_RELAXED);
+	v->master.generation = __atomic_load_n(&m->generation,
+	    __ATOMIC_RELAXED);
+	v->master.started_us = __atomic_load_n(&m->started_us,
+	    __ATOMIC_RELAXED);
+	v->master.started_at = __atomic_load_n(&m->started_at,
+	    __ATOMIC_RELAXED);
+	v->master.slow_logged = __atomic_load_n(&m->slow_logged,
+	    __ATOMIC_RELAXED);
 	v->phase = __atomic_load_n(&w->phase, __ATOMIC_RELAXED);
 	v->ready = __atomic_load_n(&w->ready, __ATOMIC_RELAXED);
 	v->db_ok = __atomic_load_n(&w->db_ok, __ATOMIC_RELAXED);
@@ -164,7 +233,20 @@ scoreboard_totals(const struct scoreboard *sb, struct sb_totals *t)
 	const struct sb_totals *src = &sb->totals;
 	int i;
 
-	*t = *src;	/* the master's own counters */
+	t->slow = __atomic_load_n(&src->slow, __ATOMIC_RELAXED);
+	t->terminated = __atomic_load_n(&src->terminated, __ATOMIC_RELAXED);
+	for (i = 0; i < SB_REASON_MAX; i++)
+		t->respawns[i] = __atomic_load_n(&src->respawns[i],
+		    __ATOMIC_RELAXED);
+	t->reloads = __atomic_load_n(&src->reloads, __ATOMIC_RELAXED);
+	t->listen_queue_max = __atomic_load_n(&src->listen_queue_max,
+	    __ATOMIC_RELAXED);
+	t->listen_queue = __atomic_load_n(&src->listen_queue,
+	    __ATOMIC_RELAXED);
+	t->listen_queue_len = __atomic_load_n(&src->listen_queue_len,
+	    __ATOMIC_RELAXED);
+	t->generation = __atomic_load_n(&src->generation, __ATOMIC_RELAXED);
+	t->start_time = __atomic_load_n(&src->start_time, __ATOMIC_RELAXED);
 	t->accepted = __atomic_load_n(&src->accepted, __ATOMIC_RELAXED);
 	t->unavailable = __atomic_load_n(&src->unavailable, __ATOMIC_RELAXED);
 	t->active = __atomic_load_n(&src->active, __ATOMIC_RELAXED);

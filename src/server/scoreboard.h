@@ -2,13 +2,19 @@
  * scoreboard.h: per-worker state and pool totals in shared memory. The
  * master maps it (MAP_SHARED) before it forks the pool; the workers write
  * their own slots, the master reads every slot for respawn, readiness,
- * timeouts, the database log and the status page (which the master
- * renders too).
+ * timeouts, the database log and the status page, which it renders on
+ * the status socket; a worker renders it too for the status path on the
+ * pool socket, reading every slot.
  *
  * OWNERSHIP, the one rule. Every slot has two parts and each part has
  * exactly one writer:
- *  - slot->master (struct sb_by_master) is written and read by the master
- *    only. No worker touches it, so plain loads and stores suffice.
+ *  - slot->master (struct sb_by_master) is written by the master only,
+ *    field by field with relaxed atomic stores (scoreboard_claim,
+ *    scoreboard_set_pid, scoreboard_set_life, scoreboard_release). The
+ *    master reads its own fields as it likes; any other process (a
+ *    worker serving the status page on the pool socket) only through
+ *    scoreboard_read() and scoreboard_live(), which load each field
+ *    atomically: each is a figure on its own, old or new, never torn.
  *  - slot->worker (struct sb_by_worker) is written by the worker holding
  *    the slot only, through the sb_worker_*() functions, from fork() to
  *    exit. The master writes it only while no process holds the slot:
@@ -17,9 +23,14 @@
  *    scoreboard_read() and scoreboard_read_db_error().
  *  - In the totals, accepted, by_class, unavailable, active, max_active
  *    and max_children_reached are the workers' atomic updates
- *    (sb_worker_begin, sb_worker_phase, scoreboard_count; see PEAKS), read
- *    through scoreboard_totals(); every other total is the master's.
- *    scoreboard->max_children is the master's, read by the workers.
+ *    (sb_worker_begin, sb_worker_phase, scoreboard_count; see PEAKS);
+ *    every other total is the master's, stored atomically
+ *    (scoreboard_add, scoreboard_sample, scoreboard_set_start); all are
+ *    read through scoreboard_totals(). scoreboard->max_children is the
+ *    master's, read by the workers.
+ *  - While the master clears a slot's worker part (claim, release) a
+ *    worker's page may copy it half cleared: a page shows it as it is,
+ *    as a torn request record (below), and acts on nothing it shows.
  *
  * READING ACROSS PROCESSES. The worker's single fields (phase, ready,
  * db_ok, retire) are __atomic stores and loads, relaxed: each means
@@ -199,6 +210,9 @@ struct sb_totals {
 	int		active;			/* workers in a request now */
 	unsigned	max_active;		/* most at once (PEAKS) */
 	unsigned	listen_queue_max;	/* most queued connections seen */
+	unsigned	listen_queue;		/* the last sample of them */
+	unsigned	listen_queue_len;	/* the listen queue's size */
+	unsigned	generation;		/* the pool's now */
 	int64_t		start_time;		/* master start, Unix seconds */
 };
 
@@ -244,9 +258,33 @@ void scoreboard_release(struct scoreboard *sb, struct sb_slot *slot);
  * start and when a reload installs a new pm.max_children). */
 void scoreboard_set_max_children(struct scoreboard *sb, unsigned n);
 
+/* Master. The slot's process, once fork() returned it. */
+void scoreboard_set_pid(struct sb_slot *slot, pid_t pid);
+
+/* Master. What it did to the slot's process (enum sb_life). */
+void scoreboard_set_life(struct sb_slot *slot, enum sb_life life);
+
+/* Master. Adds n to one of its own totals in sb (respawns, reloads,
+ * slow, terminated). */
+void scoreboard_add(uint64_t *total, uint64_t n);
+
+/* Master. The pool's start, Unix seconds. */
+void scoreboard_set_start(struct scoreboard *sb, int64_t t);
+
+/*
+ * Master. Publishes the pool's generation and a sample of its listen
+ * queue (queued connections of limit) for the pages the workers serve,
+ * and raises the queue's peak to it.
+ */
+void scoreboard_sample(struct scoreboard *sb, unsigned generation,
+    unsigned queued, unsigned limit);
+
+/* Any process. 1 if a process holds the slot (its life is not FREE). */
+int scoreboard_live(const struct sb_slot *slot);
+
 /*
  * Any process but the slot's worker. Copies the slot into v: the master's
- * part as is, the worker's flags by atomic loads, its request record
+ * part and the worker's flags by atomic loads, its request record
  * through the seqlock. Returns 0, or -1 if the record kept changing
  * for SCOREBOARD_READ_TRIES reads (v is filled all the same; see READING
  * ACROSS PROCESSES).
@@ -257,7 +295,7 @@ int scoreboard_read(const struct sb_slot *slot, struct sb_view *v);
 int scoreboard_read_db_error(const struct sb_slot *slot,
     struct sb_db_error *e);
 
-/* Copies the totals into t, the workers' counters by atomic loads. */
+/* Copies the totals into t, each by an atomic load. */
 void scoreboard_totals(const struct scoreboard *sb, struct sb_totals *t);
 
 /* 1 if the viewed worker is handling a request. */

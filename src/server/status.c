@@ -34,7 +34,8 @@ enum status_type {
 };
 
 struct status_item {
-	const char		*group;	/* JSON object it nests in, or NULL */
+	const char		*prefix; /* a family's name before the key
+					   ("responses"), or NULL */
 	const char		*key;	/* PHP-FPM's JSON key */
 	const char		*text;	/* the text page's key, when not key */
 	enum status_type	 type;
@@ -46,7 +47,7 @@ struct status_item {
 struct status_rec {
 	struct status_item	 item[STATUS_MAX_ITEMS];
 	unsigned		 n;
-	const char		*group;	/* the group items are added to */
+	const char		*prefix; /* the prefix of the items added */
 };
 
 /* Pool-wide figures derived from the slots, and the totals as read. */
@@ -226,7 +227,7 @@ rec_add(struct status_rec *r, const char *key, enum status_type type)
 		return NULL;	/* a programming error: the tests show it */
 	it = &r->item[r->n++];
 	memset(it, 0, sizeof(*it));
-	it->group = r->group;
+	it->prefix = r->prefix;
 	it->key = key;
 	it->type = type;
 	return it;
@@ -259,7 +260,7 @@ status_count(const struct status_view *v, struct status_pool *p)
 
 	memset(p, 0, sizeof(*p));
 	for (i = 0; i < v->sb->nslots; i++) {
-		if (v->sb->slots[i].master.life == SB_LIFE_FREE)
+		if (!scoreboard_live(&v->sb->slots[i]))
 			continue;
 		(void)scoreboard_read(&v->sb->slots[i], &s);
 		p->total++;
@@ -312,14 +313,14 @@ pool_record(const struct status_view *v, const struct status_pool *p,
 	    (long long)t->terminated);
 	rec_num(r, "generation", STATUS_INT, v->generation);
 	rec_num(r, "reloads", STATUS_INT, (long long)t->reloads);
-	r->group = "responses";
+	r->prefix = "responses";
 	for (i = 1; i < SCOREBOARD_CLASSES; i++)
 		rec_num(r, classes[i], STATUS_INT, (long long)t->by_class[i]);
-	r->group = "respawns";
+	r->prefix = "respawns";
 	for (i = 0; i < SB_REASON_MAX; i++)
 		rec_num(r, scoreboard_reason_name(i), STATUS_INT,
 		    (long long)t->respawns[i]);
-	r->group = NULL;
+	r->prefix = NULL;
 }
 
 /* Reads slot i for its record (w->q: its client bytes, escaped). */
@@ -432,16 +433,22 @@ item_value(const struct status_view *v, const struct status_item *it,
 	return tmp;
 }
 
-/* The item's name (key) after its group, if any; every space in it
- * becomes space ('-' for XML, whose names cannot hold one). */
+/*
+ * The item's name (key) after its prefix, if any ("responses 2xx"); every
+ * space in it becomes space ('-' for XML, whose names cannot hold one).
+ * Every format names an item so, JSON included: a scalar under a flat
+ * key, as PHP-FPM's own, so that clients which cut the page's one object
+ * out with a regular expression (Zabbix's template) or walk it one level
+ * deep find every figure.
+ */
 static const char *
 item_name(const struct status_item *it, const char *key, char space,
     char *out, size_t cap)
 {
 	char *p;
 
-	if (it->group != NULL)
-		snprintf(out, cap, "%s%c%s", it->group, space, key);
+	if (it->prefix != NULL)
+		snprintf(out, cap, "%s%c%s", it->prefix, space, key);
 	else
 		snprintf(out, cap, "%s", key);
 	for (p = out; *p != '\0'; p++)
@@ -529,32 +536,23 @@ static void
 json_record(struct buf *o, const struct status_view *v,
     const struct status_rec *r)
 {
-	char val[STATUS_MAX_VALUE];
+	char name[STATUS_MAX_NAME], val[STATUS_MAX_VALUE];
 	const struct status_item *it;
-	const char *group = NULL;
 	unsigned i;
 
 	buf_add(o, "{", 1);
 	for (i = 0; i < r->n; i++) {
 		it = &r->item[i];
-		if (it->group != group && group != NULL)
-			buf_add(o, "}", 1);
 		if (i > 0)
 			buf_add(o, ",", 1);
-		if (it->group != group && it->group != NULL) {
-			json_string(o, it->group);
-			buf_add(o, ":{", 2);
-		}
-		group = it->group;
-		json_string(o, it->key);
+		json_string(o, item_name(it, it->key, ' ', name,
+		    sizeof(name)));
 		buf_add(o, ":", 1);
 		if (it->type == STATUS_STR)
 			json_string(o, it->str);
 		else
 			buf_str(o, item_value(v, it, 0, val, sizeof(val)));
 	}
-	if (group != NULL)
-		buf_add(o, "}", 1);
 }
 
 /* PHP-FPM's XML: one element per item, each ending in sep. */
@@ -714,7 +712,7 @@ status_page(struct buf *o, const struct status_view *v,
 		html_row(o, v, &r, 1);
 	}
 	for (i = 0; i < v->sb->nslots; i++) {
-		if (v->sb->slots[i].master.life == SB_LIFE_FREE)
+		if (!scoreboard_live(&v->sb->slots[i]))
 			continue;
 		worker_read(v, i, &w);
 		worker_record(v, &w, &r);
@@ -725,7 +723,13 @@ status_page(struct buf *o, const struct status_view *v,
 	buf_str(o, f->workers_end);
 }
 
-/* A metric family's HELP and TYPE lines. */
+/*
+ * A metric family's HELP and TYPE lines, named as its samples are: the
+ * text format's rule, which promtool and Prometheus's metadata follow
+ * (an OpenMetrics family "cfpm_reloads" of samples "cfpm_reloads_total"
+ * is a sample without help or type to them). PHP-FPM's counters have
+ * one name for both too.
+ */
 static void
 om_family(struct buf *o, const char *name, const char *type,
     const char *help)
@@ -745,7 +749,8 @@ om_metric(struct buf *o, const char *name, const char *type,
 /*
  * PHP-FPM's metrics under its names and types (its counters carry no
  * _total: dashboards match the names as PHP-FPM sends them), then
- * cfpm's, named cfpm_* with OpenMetrics' _total on counters.
+ * cfpm's, named cfpm_* with _total on counters, each with its HELP and
+ * TYPE, and a UNIT where the name ends in one (OpenMetrics).
  */
 static void
 status_openmetrics(struct buf *o, const struct status_view *v,
@@ -783,31 +788,33 @@ status_openmetrics(struct buf *o, const struct status_view *v,
 	    (long long)t->max_children_reached);
 	om_metric(o, "phpfpm_slow_requests", "counter",
 	    "Requests over request_slowlog_timeout.", (long long)t->slow);
-	om_metric(o, "cfpm_start_time_seconds", "gauge",
-	    "When the pool started, in Unix seconds.", t->start_time);
-	om_family(o, "cfpm_terminated_requests", "counter",
-	    "Requests over request_terminate_timeout.");
-	buf_printf(o, "cfpm_terminated_requests_total %llu\n",
-	    (unsigned long long)t->terminated);
-	om_family(o, "cfpm_reloads", "counter", "Reloads.");
-	buf_printf(o, "cfpm_reloads_total %llu\n",
-	    (unsigned long long)t->reloads);
+	om_family(o, "cfpm_start_time_seconds", "gauge",
+	    "When the pool started, in Unix seconds.");
+	buf_printf(o, "# UNIT cfpm_start_time_seconds seconds\n"
+	    "cfpm_start_time_seconds %lld\n", (long long)t->start_time);
+	om_metric(o, "cfpm_terminated_requests_total", "counter",
+	    "Requests over request_terminate_timeout.",
+	    (long long)t->terminated);
+	om_metric(o, "cfpm_reloads_total", "counter", "Reloads.",
+	    (long long)t->reloads);
 	om_metric(o, "cfpm_generation", "gauge",
 	    "The pool's generation (one more per reload).", v->generation);
-	om_family(o, "cfpm_responses", "counter", "Responses by status class.");
+	om_family(o, "cfpm_responses_total", "counter",
+	    "Responses by status class.");
 	for (c = 1; c < SCOREBOARD_CLASSES; c++)
 		buf_printf(o, "cfpm_responses_total{class=\"%dxx\"} %llu\n", c,
 		    (unsigned long long)t->by_class[c]);
-	om_family(o, "cfpm_respawns", "counter", "Workers replaced, by reason.");
+	om_family(o, "cfpm_respawns_total", "counter",
+	    "Workers replaced, by reason.");
 	for (c = 0; c < SB_REASON_MAX; c++)
 		buf_printf(o, "cfpm_respawns_total{reason=\"%s\"} %llu\n",
 		    scoreboard_reason_name(c),
 		    (unsigned long long)t->respawns[c]);
 	if (full) {
-		om_family(o, "cfpm_worker_requests", "counter",
+		om_family(o, "cfpm_worker_requests_total", "counter",
 		    "Requests per worker.");
 		for (i = 0; i < v->sb->nslots; i++) {
-			if (v->sb->slots[i].master.life == SB_LIFE_FREE)
+			if (!scoreboard_live(&v->sb->slots[i]))
 				continue;
 			(void)scoreboard_read(&v->sb->slots[i], &s);
 			buf_printf(o, "cfpm_worker_requests_total"

@@ -5,7 +5,9 @@
  * key PHP-FPM has under its name, type and meaning, and optionally one
  * record per worker ("full"). cfpm's own figures (its phase, generation,
  * database state, responses by class, respawns by reason, reloads) come
- * after PHP-FPM's keys, as more keys: never instead of one.
+ * after PHP-FPM's keys, as more keys: never instead of one, and each a
+ * scalar under a flat key of its own, in JSON too ("responses 2xx"), so
+ * that no object but PHP-FPM's processes array nests in the page.
  */
 #ifndef CFPM_STATUS_H
 #define CFPM_STATUS_H

@@ -28,6 +28,7 @@
 #include "server/keep.h"
 #include "server/listen.h"
 #include "server/sandbox.h"
+#include "server/statuspage.h"
 #include "util/clock.h"
 #include "util/esc.h"
 #include "util/log.h"
@@ -247,15 +248,37 @@ worker_note_db(struct worker_ctx *w)
 	sb_worker_db_error(w->slot, text, clock_now_us());
 }
 
-/* The ping path is the server's (PHP-FPM's ping.path); the rest the
- * application's. */
+/* The status page's view as a worker has it: the listen queue and the
+ * generation as the master last published them (scoreboard_sample). */
+static int
+worker_fill_status(struct status_view *v, void *arg)
+{
+	const struct worker_ctx *w = arg;
+	struct sb_totals t;
+
+	scoreboard_totals(w->sb, &t);
+	return statuspage_view(v, w->sb, w->cfg->pool_name, t.generation,
+	    t.listen_queue, t.listen_queue_len);
+}
+
+/*
+ * The ping and status paths are the server's (PHP-FPM's ping.path and
+ * pm.status_path, which PHP-FPM answers on its pool socket too), found
+ * as PHP-FPM and the status socket find them (http_route: SCRIPT_NAME,
+ * then REQUEST_URI); the rest the application's, which routes on the
+ * raw REQUEST_URI.
+ */
 static int
 worker_dispatch(struct worker_ctx *w, struct http_request *r)
 {
+	static char page[STATUS_MAX_REPLY];	/* touched only for the page */
 	struct http_answer a;
+	struct http_route q;
 
-	if (http_answer_ping(&a, w->cfg, r->method, strlen(r->method), r->path,
-	    r->path_len))
+	http_route(r->params, r->params_len, &q);
+	if (http_answer_ping(&a, w->cfg, q.method, q.method_len, q.path,
+	    q.path_len) || statuspage_answer(&a, w->cfg, &q,
+	    worker_fill_status, w, page, sizeof(page)))
 		return http_send(r, &a);
 	return w->app->handle(w->state, r);
 }

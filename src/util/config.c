@@ -566,12 +566,13 @@ config_validate(const struct config *cfg, const char *name, char *err,
 		    "listen", name);
 		return -1;
 	}
-	/* The status page lives on the master's own socket only: without
-	 * it the path would answer 404 with no hint why. */
+	/* The status page must answer while every worker is busy, so the
+	 * master's own socket serves it (the workers' answer on the pool
+	 * socket is PHP-FPM's extra): no page without that socket. */
 	if (cfg->status_path[0] != '\0' && cfg->status_listen[0] == '\0') {
 		snprintf(err, errlen, "%s: pm.status_path is set but "
-		    "pm.status_listen is not: the status page is served on "
-		    "pm.status_listen only", name);
+		    "pm.status_listen is not: the status page is served by "
+		    "the master on pm.status_listen", name);
 		return -1;
 	}
 	if (cfg->ping_path[0] != '\0' && cfg->ping_path[0] != '/') {

@@ -154,9 +154,9 @@ int config_split_address(const char *address, char *host, size_t hostlen,
 /*
  * Checks each address's form (listen, pm.status_listen: an absolute unix
  * path that fits a socket address, or config_split_address's forms) and
- * the settings that only make sense together: the status page is served
- * on pm.status_listen only, on a socket of its own, at a path other
- * than ping.path. (What an application needs, such as the events API's
+ * the settings that only make sense together: the status page needs
+ * pm.status_listen, a socket of its own, and a path other than
+ * ping.path. (What an application needs, such as the events API's
  * auth.*, is its load's to require.) Returns 0, or -1 with
  * "name: reason" in err (errlen bytes).
  */

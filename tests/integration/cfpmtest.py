@@ -62,9 +62,11 @@ from harness.http import (  # noqa: E402
     api_request, build_raw, http_raw, http_request)
 from harness.keys import (  # noqa: E402
     CLAIMS_EXP_IN, CLAIMS_NBF_AGO, Keys, b64url, claims_json, write_jwks)
-from harness.nginx import Nginx, cfpm_site  # noqa: E402
+from harness.nginx import Nginx, cfpm_site, fpm_status_site  # noqa: E402
 from harness.paths import CFPM, PG_BINDIR, SRCDIR  # noqa: E402
 from harness.pg import Cluster  # noqa: E402
+from harness.phpfpm import PhpFpm  # noqa: E402
+from harness.phpfpm import installed as php_fpm_installed  # noqa: E402
 from harness.proc import (  # noqa: E402
     cleanup, free_port, have_ipv6_loopback, is_socket, run, spawn, stop,
     tail, unix_socket_live, wait_for)
@@ -90,8 +92,11 @@ __all__ = [
     "fcgi_record", "fcgi_request", "api_request", "build_raw", "http_raw",
     "http_request", "CLAIMS_EXP_IN", "CLAIMS_NBF_AGO", "Keys", "b64url",
     "claims_json", "write_jwks",
-    # harness.paths, harness.pg, harness.tap
-    "CFPM", "PG_BINDIR", "SRCDIR", "Cluster", "TAP",
+    # harness.nginx
+    "Nginx", "fpm_status_site",
+    # harness.paths, harness.pg, harness.phpfpm, harness.tap
+    "CFPM", "PG_BINDIR", "SRCDIR", "Cluster", "PhpFpm", "php_fpm_installed",
+    "TAP",
     # harness.proc, harness.procfs
     "cleanup", "free_port", "have_ipv6_loopback", "is_socket", "run",
     "spawn", "stop", "tail", "unix_socket_live", "wait_for", "children",

@@ -302,7 +302,7 @@ WORKER_KEYS = ["pid", "state", "start time", "start since", "requests",
                "last request memory", "phase", "generation",
                "last request status", "last request duration", "rss",
                "database"]
-OM_LINE = re.compile(r'^(# (TYPE|HELP) (phpfpm|cfpm)_\w+ .+|# EOF|'
+OM_LINE = re.compile(r'^(# (TYPE|HELP|UNIT) (phpfpm|cfpm)_\w+ .+|# EOF|'
                      r'(phpfpm|cfpm)_\w+(\{\w+="[^"\\\n]*"\})? \d+)$')
 # A text summary line: a key, then a number, a word or PHP-FPM's date.
 SUMMARY_LINE = re.compile(r"^[a-z][a-z0-9 ]*: +(\S+|\d\d/[A-Z][a-z]{2}/"

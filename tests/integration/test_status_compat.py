@@ -19,18 +19,16 @@ the status socket with SCRIPT_FILENAME, SCRIPT_NAME, SERVER_SOFTWARE,
 REMOTE_ADDR and QUERY_STRING=json&full (its FastCGI client adds
 REQUEST_METHOD=GET and CONTENT_LENGTH=0) and no REQUEST_URI: cfpm answers
 200 with the JSON it parses, and counts the requests served. A client
-that sends REQUEST_URI=/status and QUERY_STRING=json gets JSON too.
+that sends REQUEST_URI=/status and QUERY_STRING=json gets JSON too. On
+the pool socket, where PHP-FPM users point it (PHP-FPM has one socket),
+a worker answers the same page: the status socket's figures.
 
 Peaks. Requests held on a table lock: max active processes is exactly
 the number held at once, max children reached counts each time every
 worker was busy, and both are counted by the workers as it happens, not
 sampled by the master.
 """
-import json
-import os
 import re
-import shutil
-import signal
 import threading
 import xml.etree.ElementTree as ElementTree
 
@@ -39,7 +37,6 @@ import cfpmtest as ct
 POOL = 3
 FPM_POOL = 2
 HELD_URI = "/events/1"
-PHP_FPM = shutil.which("php-fpm8.2") or "/usr/sbin/php-fpm8.2"
 XHTML = "{http://www.w3.org/1999/xhtml}"
 
 # What hipages/php-fpm_exporter (phpfpm/phpfpm.go) sends, and what its
@@ -121,50 +118,6 @@ def missing(fpm, cfpm):
     return [k for k in fpm if k not in have]
 
 
-# -- PHP-FPM ------------------------------------------------------------------
-
-class PhpFpm:
-    """Debian's php-fpm8.2 with a private config in directory d."""
-
-    def __init__(self, d):
-        self.dir = d
-        self.sock = os.path.join(d, "php-fpm.sock")
-        self.log = os.path.join(d, "php-fpm.log")
-        self.conf = os.path.join(d, "php-fpm.conf")
-        user = ""
-        if ct.worker_ids() is not None:
-            user = "user = %s\ngroup = %s\n" % (ct.WORKER_USER,
-                                                ct.WORKER_GROUP)
-        with open(self.conf, "w") as f:
-            f.write("[global]\nerror_log = %s\npid = %s\ndaemonize = no\n"
-                    "[www]\n%slisten = %s\nlisten.mode = 0666\n"
-                    "pm = static\npm.max_children = %d\n"
-                    "pm.status_path = /status\nping.path = /ping\n"
-                    % (self.log, os.path.join(d, "php-fpm.pid"), user,
-                       self.sock, FPM_POOL))
-        argv = [PHP_FPM, "-y", self.conf, "-F"]
-        if os.geteuid() == 0:
-            argv.append("-R")
-        self.proc = ct.spawn(argv, log_path=os.path.join(d, "php-fpm.out"))
-
-    def ready(self, timeout=15):
-        def up():
-            if self.proc.poll() is not None:
-                return "dead"
-            r = ask(self.sock, "json")
-            return "up" if r.status == 200 else None
-        return ct.wait_for(up, timeout, 0.1) == "up"
-
-    def stop(self, timeout=10):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGQUIT)
-        try:
-            return self.proc.wait(timeout=timeout)
-        except Exception:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            return self.proc.wait(timeout=5)
-
-
 # -- the tests ----------------------------------------------------------------
 
 def warm_up(st, n=6):
@@ -228,12 +181,57 @@ def test_exporter(st):
         r = ask(st.status_sock, query)
         tap.is_(r.header("content-type"), ctype, "?%s: %s, as PHP-FPM "
                 "reads the query" % (query, ctype))
+    test_pool_socket(st)
     r = ct.fcgi_exact(st.status_sock, {"SCRIPT_NAME": "/ping",
                                        "REQUEST_METHOD": "GET"}, timeout=5)
     tap.ok(r.status == 200 and r.body == b"pong" and
            r.header("cache-control") == "no-cache, no-store, "
            "must-revalidate, max-age=0", "ping by SCRIPT_NAME alone: 200 "
            "pong, never cached", repr(r))
+
+
+# What the pool socket's page (a worker's) and the status socket's (the
+# master's) must agree on: nothing here moves between two requests.
+SAME_FIGURES = ("pool", "process manager", "start time", "total processes",
+                "listen queue len", "generation", "reloads")
+
+
+def test_pool_socket(st):
+    """The exporter's request on the pool socket, as PHP-FPM answers it
+    on its pool: the status socket's page, served by a worker."""
+    tap = st.tap
+    before = ct.fcgi_exact(st.status_sock, EXPORTER, timeout=5).json() or {}
+    pool = ct.fcgi_exact(st.sock, EXPORTER, timeout=5)
+    master = ct.fcgi_exact(st.status_sock, EXPORTER, timeout=5)
+    pj, mj = pool.json() or {}, master.json() or {}
+    tap.ok(pool.status == 200 and pool.header("content-type") ==
+           "application/json" and pool.header("cache-control") ==
+           master.header("cache-control") and "accepted conn" in pj,
+           "the exporter's request on the pool socket: 200 JSON, as on "
+           "the status socket", repr(pool))
+    tap.is_({k: pj.get(k) for k in SAME_FIGURES},
+            {k: mj.get(k) for k in SAME_FIGURES}, "the pool socket's page "
+            "has the status socket's figures (the listen queue as the "
+            "master last sampled it)")
+    tap.is_(sorted(p.get("pid") for p in pj.get("processes", [])),
+            sorted(st.cfpm.workers()), "the pool socket's page lists every "
+            "worker by pid")
+    accepted = [j.get("accepted conn") for j in (before, pj, mj)]
+    tap.ok(pj.get("active processes", 0) >= 1 and None not in accepted and
+           accepted[0] + 1 == accepted[1] == accepted[2],
+           "the worker serving it is active, and the page is a request "
+           "the pool accepted (as PHP-FPM's)", "accepted conn before, on "
+           "the pool socket, after: %r" % accepted)
+    p = status_params("json")
+    p["REQUEST_METHOD"] = "POST"
+    r = ct.fcgi_exact(st.sock, p, timeout=5)
+    tap.ok(r.status == 405 and r.header("allow") == "GET, HEAD",
+           "POST to the status path on the pool socket: 405, as on the "
+           "status socket", repr(r))
+    r = ct.fcgi_exact(st.sock, status_params("openmetrics"), timeout=5)
+    tap.ok(r.status == 200 and r.body.endswith(b"# EOF\n") and
+           b"\nphpfpm_up 1\n" in r.body, "?openmetrics on the pool "
+           "socket", repr(r))
 
 
 def compare_json(tap, fpm, cfpm):
@@ -246,6 +244,12 @@ def compare_json(tap, fpm, cfpm):
     tap.diag("cfpm's extra keys: %s" % ", ".join(k for k in cj
                                                     if k not in fj))
     tap.is_(missing(fj, cj), [], "JSON: every PHP-FPM key is cfpm's")
+    tap.is_({k: t for k, t in json_types(cj).items()
+             if k not in fj and t not in ("int", "float", "str")}, {},
+            "JSON: each of cfpm's extra keys a scalar, as PHP-FPM's (no "
+            "object nests but the processes array)")
+    for k in ("responses 2xx", "respawns crash"):
+        tap.is_(json_types(cj).get(k), "int", "JSON: %r, an integer" % k)
     ft, ctypes = json_types(fj), json_types(cj)
     tap.is_({k: (t, ctypes.get(k)) for k, t in ft.items()
              if ctypes.get(k) != t}, {}, "JSON: each with PHP-FPM's type")
@@ -313,16 +317,17 @@ def compare_pages(tap, fsock, csock):
 
 def test_compat(st):
     tap = st.tap
-    if not os.access(PHP_FPM, os.X_OK):
+    if not ct.php_fpm_installed():
         tap.skip("the status pages of cfpm and PHP-FPM 8.2 compared",
                  "php-fpm8.2 is not installed (tools/install-deps)")
         return
-    fpm = PhpFpm(st.dir)
+    ids = ct.worker_ids()
+    fpm = ct.PhpFpm(st.dir, FPM_POOL, *((ct.WORKER_USER, ct.WORKER_GROUP)
+                                        if ids is not None else ()))
     try:
         up = fpm.ready()
         tap.ok(up, "php-fpm8.2 serves its status page",
-               ct.tail(fpm.log, 20), ct.tail(os.path.join(
-                   st.dir, "php-fpm.out"), 20))
+               ct.tail(fpm.log, 20), ct.tail(fpm.out, 20))
         if not up:
             return
         for _ in range(3):

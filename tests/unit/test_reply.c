@@ -1,7 +1,8 @@
 /*
  * test_reply.c: the one reply path of workers and the status socket
- * (http_answer_*, http_head, http_path_is) and the events API's JSON
- * rendering (render.c). All pure: no sockets.
+ * (http_answer_*, http_head, http_path_is), how both find the ping and
+ * status paths (http_route) and the events API's JSON rendering
+ * (render.c). All pure: no sockets.
  */
 #include <stdio.h>
 #include <string.h>
@@ -62,7 +63,8 @@ test_ping(void)
 	snprintf(cfg.ping_response, sizeof(cfg.ping_response), "pong");
 	ok(http_answer_ping(&a, &cfg, "GET", 3, "/ping", 5) == 1 &&
 	    a.status == 200 && strcmp(body_of(&a), "pong") == 0 &&
-	    strcmp(a.content_type, "text/plain") == 0, "GET /ping: pong");
+	    strcmp(a.content_type, "text/plain;charset=UTF-8") == 0,
+	    "GET /ping: pong, PHP-FPM's Content-Type");
 	ok(a.headers != NULL && strcmp(a.headers, "Expires: Thu, 01 Jan 1970 "
 	    "00:00:00 GMT\r\nCache-Control: no-cache, no-store, "
 	    "must-revalidate, max-age=0\r\n") == 0, "GET /ping: PHP-FPM's "
@@ -85,6 +87,79 @@ test_ping(void)
 	cfg.ping_path[0] = '\0';
 	ok(http_answer_ping(&a, &cfg, "GET", 3, "", 0) == 0,
 	    "ping off: the empty path is not it");
+}
+
+#define T_PARAMS	512	/* a test request's name-value bytes */
+
+/* Name-value bytes of the pairs (name, value, ..., NULL), each shorter
+ * than 128 bytes; a NULL value leaves its name out. Returns the length. */
+static size_t
+params_of(unsigned char *out, const char *const *pairs)
+{
+	size_t n = 0, k, v;
+
+	for (; pairs[0] != NULL; pairs += 2) {
+		if (pairs[1] == NULL)
+			continue;
+		k = strlen(pairs[0]);
+		v = strlen(pairs[1]);
+		if (n + 2 + k + v > T_PARAMS || k > 127 || v > 127)
+			break;
+		out[n++] = (unsigned char)k;
+		out[n++] = (unsigned char)v;
+		memcpy(out + n, pairs[0], k);
+		memcpy(out + n + k, pairs[1], v);
+		n += k + v;
+	}
+	return n;
+}
+
+static void
+test_route(void)
+{
+	/* SCRIPT_NAME, REQUEST_URI, QUERY_STRING -> path, query */
+	static const struct {
+		const char	*script, *uri, *query, *path, *want_query;
+		const char	*why;
+	} cases[] = {
+		{ "/ping", NULL, NULL, "/ping", "", "SCRIPT_NAME alone "
+		    "(cgi-fcgi, an exporter)" },
+		{ "/status", NULL, "json&full", "/status", "json&full",
+		    "SCRIPT_NAME and QUERY_STRING" },
+		{ "/ping", "/elsewhere?x", NULL, "/ping", "x", "SCRIPT_NAME "
+		    "decides, not REQUEST_URI" },
+		{ "/status", "/status?xml", "json", "/status", "json",
+		    "QUERY_STRING before the URI's query" },
+		{ "/status", "/status?xml", "", "/status", "", "an empty "
+		    "QUERY_STRING is the query" },
+		{ NULL, "/ping", NULL, "/ping", "", "REQUEST_URI alone" },
+		{ "", "/status?json", NULL, "/status", "json", "an empty "
+		    "SCRIPT_NAME: REQUEST_URI's path and query" },
+		{ NULL, NULL, NULL, "", "", "neither: empty" },
+	};
+	unsigned char params[T_PARAMS];
+	struct http_route q;
+	size_t i, n;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *const pairs[] = {
+			"REQUEST_METHOD", "GET", "SCRIPT_NAME", cases[i].script,
+			"REQUEST_URI", cases[i].uri, "QUERY_STRING",
+			cases[i].query, NULL,
+		};
+
+		n = params_of(params, pairs);
+		http_route(params, n, &q);
+		ok(http_path_is(q.path, q.path_len, cases[i].path) &&
+		    http_path_is(q.query, q.query_len, cases[i].want_query) &&
+		    http_path_is(q.method, q.method_len, "GET"),
+		    "route: %s: path \"%.*s\", query \"%.*s\"", cases[i].why,
+		    (int)q.path_len, q.path, (int)q.query_len, q.query);
+	}
+	http_route(params, 0, &q);
+	ok(q.method_len == 0 && q.path_len == 0 && q.query_len == 0 &&
+	    q.method != NULL && q.path != NULL && q.query != NULL,
+	    "route: no parameters: every value empty, none NULL");
 }
 
 static void
@@ -171,6 +246,7 @@ main(void)
 {
 	test_errors();
 	test_ping();
+	test_route();
 	test_head();
 	test_render();
 	return done_testing();

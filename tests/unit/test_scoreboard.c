@@ -33,9 +33,11 @@ test_claim(struct scoreboard *sb)
 
 	is_int(scoreboard_free_slot(sb), 0, "claim: slot 0 is free");
 	scoreboard_claim(&sb->slots[0], 3, 77, 1700000077);
-	sb->slots[0].master.pid = 4000;
+	scoreboard_set_pid(&sb->slots[0], 4000);
 	scoreboard_claim(s, 3, 88, 1700000088);
-	s->master.pid = 4001;
+	scoreboard_set_pid(s, 4001);
+	ok(scoreboard_live(s) && !scoreboard_live(&sb->slots[2]), "live: a "
+	    "claimed slot, not a free one");
 	is_int(scoreboard_free_slot(sb), 2, "claim: the next free slot");
 	is_int(scoreboard_find(sb, 4001), 1, "find: by pid");
 	is_int(scoreboard_find(sb, 4002), -1, "find: unknown pid");
@@ -46,9 +48,15 @@ test_claim(struct scoreboard *sb)
 	    v.req.requests == 0 && v.req.content_length == -1,
 	    "claim: running, generation, start (both clocks); the worker's "
 	    "part reset");
+	scoreboard_set_life(s, SB_LIFE_RETIRING);
+	(void)scoreboard_read(s, &v);
+	ok(v.master.life == SB_LIFE_RETIRING && v.master.pid == 4001 &&
+	    scoreboard_live(s), "set_life: retiring, still live");
+	scoreboard_set_life(s, SB_LIFE_RUNNING);
 	scoreboard_release(sb, &sb->slots[0]);
 	is_int(scoreboard_free_slot(sb), 0, "release: free again");
 	is_int(scoreboard_find(sb, 4000), -1, "release: its pid is gone");
+	ok(!scoreboard_live(&sb->slots[0]), "release: not live");
 }
 
 static void
@@ -148,12 +156,23 @@ test_totals(struct scoreboard *sb)
 
 	for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
 		scoreboard_count(sb, codes[i]);
-	sb->totals.slow = 4;
+	scoreboard_add(&sb->totals.slow, 3);
+	scoreboard_add(&sb->totals.slow, 1);
+	scoreboard_add(&sb->totals.respawns[SB_REASON_CRASH], 2);
+	scoreboard_set_start(sb, 1700000001);
 	scoreboard_totals(sb, &t);
 	ok(t.accepted == 1 && t.by_class[2] == 2 && t.by_class[4] == 1 &&
 	    t.by_class[5] == 2 && t.by_class[0] == 0 && t.unavailable == 1 &&
-	    t.slow == 4, "totals: accepted (at the begin, not the count), by "
-	    "class (none for 99 or 600), 503s, and the master's own");
+	    t.slow == 4 && t.respawns[SB_REASON_CRASH] == 2 &&
+	    t.start_time == 1700000001, "totals: accepted (at the begin, not "
+	    "the count), by class (none for 99 or 600), 503s, and the "
+	    "master's own");
+	scoreboard_sample(sb, 5, 7, 128);
+	scoreboard_sample(sb, 6, 2, 128);
+	scoreboard_totals(sb, &t);
+	ok(t.generation == 6 && t.listen_queue == 2 &&
+	    t.listen_queue_len == 128 && t.listen_queue_max == 7,
+	    "sample: the last generation and queue published, the peak kept");
 	is_str(scoreboard_reason_name(SB_REASON_EXIT), "exit", "reason: exit");
 	is_str(scoreboard_reason_name(SB_REASON_TERMINATE), "terminate",
 	    "reason: terminate");

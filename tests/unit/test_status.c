@@ -422,15 +422,15 @@ json_int(json_t *o, const char *key)
 	return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 }
 
-/* 1 if obj's keys are keys[0..n) then more[0..m), in that order; the
- * grouped ones ("responses 2xx") as a nested object's keys. */
+/* 1 if obj's keys are keys[0..n) then more[0..m), in that order, each
+ * a scalar (cfpm's grouped figures as flat keys: "responses 2xx"), and
+ * nothing else but "processes". */
 static int
 json_keys_are(json_t *obj, const char *const *keys, size_t n,
     const char *const *more, size_t m)
 {
-	const char *key, *want;
-	char name[T_NAME_LEN];
-	json_t *val, *sub;
+	const char *key;
+	json_t *val;
 	size_t i = 0;
 	void *it;
 
@@ -438,19 +438,10 @@ json_keys_are(json_t *obj, const char *const *keys, size_t n,
 	    it = json_object_iter_next(obj, it)) {
 		key = json_object_iter_key(it);
 		val = json_object_iter_value(it);
-		if (json_is_object(val)) {
-			json_object_foreach(val, want, sub) {
-				snprintf(name, sizeof(name), "%s %s", key,
-				    want);
-				if (i >= n + m || strcmp(name, i < n ?
-				    keys[i] : more[i - n]) != 0)
-					return 0;
-				i++;
-			}
+		if (strcmp(key, "processes") == 0 && json_is_array(val))
 			continue;
-		}
-		if (strcmp(key, "processes") == 0)
-			continue;
+		if (json_is_object(val) || json_is_array(val))
+			return 0;
 		if (i >= n + m || strcmp(key, i < n ? keys[i] :
 		    more[i - n]) != 0)
 			return 0;
@@ -490,9 +481,9 @@ static void
 test_json_summary(struct status_view *v, char *page)
 {
 	long n = render(v, STATUS_JSON, 0, page);
-	json_t *root, *resp;
+	json_t *root;
 	json_error_t err;
-	char key[8];
+	char key[T_NAME_LEN];
 	size_t i;
 
 	ok(n > 0, "JSON summary rendered");
@@ -510,20 +501,27 @@ test_json_summary(struct status_view *v, char *page)
 	for (i = 0; i < T_FIGURES; i++)
 		is_int(json_int(root, figures[i].key), figures[i].value,
 		    "JSON: %s %s", figures[i].key, figures[i].why);
-	resp = json_object_get(root, "responses");
 	for (i = 1; i < sizeof(classes) / sizeof(classes[0]); i++) {
-		snprintf(key, sizeof(key), "%zuxx", i);
-		is_int(json_int(resp, key), classes[i], "JSON: responses %s",
-		    key);
+		snprintf(key, sizeof(key), "responses %zuxx", i);
+		is_int(json_int(root, key), classes[i], "JSON: %s, an integer "
+		    "under a flat key", key);
 	}
-	resp = json_object_get(root, "respawns");
-	is_int(json_object_size(resp), T_REASONS, "JSON: %zu respawn reasons",
-	    T_REASONS);
-	for (i = 0; i < T_REASONS; i++)
-		is_int(json_int(resp, reasons[i]), (long long)i + 1,
-		    "JSON: respawns %s", reasons[i]);
+	for (i = 0; i < T_REASONS; i++) {
+		snprintf(key, sizeof(key), "respawns %s", reasons[i]);
+		is_int(json_int(root, key), (long long)i + 1, "JSON: %s, an "
+		    "integer under a flat key", key);
+	}
+	ok(json_object_get(root, "responses") == NULL &&
+	    json_object_get(root, "respawns") == NULL, "JSON: no nested "
+	    "responses or respawns object");
+	is_int(json_object_size(root), T_FPM_POOL + T_CFPM_POOL, "JSON: "
+	    "%zu keys, PHP-FPM's and cfpm's, nothing else",
+	    T_FPM_POOL + T_CFPM_POOL);
 	ok(json_object_get(root, "processes") == NULL, "JSON: no processes "
 	    "without full");
+	ok(n > 0 && page[0] == '{' && memchr(page + 1, '{', (size_t)n - 1) ==
+	    NULL, "JSON summary: one object, no other '{' in it (Zabbix's "
+	    "template takes the last '{' of the page for the pool's)");
 	json_decref(root);
 }
 
@@ -588,15 +586,17 @@ static void
 test_json_full(struct status_view *v, char *page)
 {
 	long n = render(v, STATUS_JSON, 1, page);
+	const char *frame;
 	json_t *root, *procs, *p;
 	json_error_t err;
 	size_t i;
 	int escaped = 0, keys = 1, types = 1;
 
 	ok(n > 0, "JSON page rendered");
-	ok(n > 3 && strstr(page, "}, \"processes\":[{\"pid\":") != NULL &&
-	    strcmp(page + n - 3, "}]}") == 0, "JSON: PHP-FPM's frame, "
-	    "\", \\\"processes\\\":[\" to \"]}\"");
+	frame = n > 3 ? strstr(page, ", \"processes\":[{\"pid\":") : NULL;
+	ok(frame != NULL && frame[-1] >= '0' && frame[-1] <= '9' &&
+	    strcmp(page + n - 3, "}]}") == 0, "JSON: PHP-FPM's frame, the "
+	    "last flat figure, \", \\\"processes\\\":[\" to \"]}\"");
 	root = json_loadb(page, n > 0 ? (size_t)n : 0, JSON_REJECT_DUPLICATES,
 	    &err);
 	ok(root != NULL, "JSON page parses");
@@ -811,7 +811,8 @@ test_openmetrics(struct status_view *v, char *page)
 {
 	long n = render(v, STATUS_OPENMETRICS, 1, page);
 	char *line, *save = NULL, name[128], want[160];
-	int bad = 0, lines = 0, eof = 0, order = 1;
+	char help[128] = "", type[128] = "";
+	int bad = 0, lines = 0, eof = 0, order = 1, unnamed = 0;
 	const char *at = page;
 	unsigned long long value;
 	size_t i;
@@ -843,8 +844,15 @@ test_openmetrics(struct status_view *v, char *page)
 	    strstr(page, "\nphpfpm_start_since 100\n") != NULL,
 	    "OpenMetrics: PHP-FPM's names, types and figures");
 	ok(strstr(page, "\n# TYPE cfpm_start_time_seconds gauge\n"
+	    "# UNIT cfpm_start_time_seconds seconds\n"
 	    "cfpm_start_time_seconds 1789999900\n") != NULL,
-	    "OpenMetrics: the start time");
+	    "OpenMetrics: the start time, with its unit");
+	ok(strstr(page, "\n# HELP cfpm_responses_total ") != NULL &&
+	    strstr(page, "\n# TYPE cfpm_responses_total counter\n"
+	    "cfpm_responses_total{class=\"1xx\"} ") != NULL &&
+	    strstr(page, "\n# TYPE cfpm_reloads_total counter\n"
+	    "cfpm_reloads_total 2\n") != NULL,
+	    "OpenMetrics: a counter's HELP and TYPE name its samples");
 	ok(strstr(page, "\ncfpm_responses_total{class=\"4xx\"} 1\n") != NULL,
 	    "OpenMetrics: responses by class");
 	ok(strstr(page, "\ncfpm_respawns_total{reason=\"terminate\"} 5\n") !=
@@ -861,8 +869,9 @@ test_openmetrics(struct status_view *v, char *page)
 	    line = strtok_r(NULL, "\n", &save)) {
 		lines++;
 		eof = strcmp(line, "# EOF") == 0;
-		if (strncmp(line, "# TYPE ", 7) == 0 ||
-		    strncmp(line, "# HELP ", 7) == 0 || eof)
+		if (sscanf(line, "# HELP %127s", help) == 1 ||
+		    sscanf(line, "# TYPE %127s", type) == 1 ||
+		    strncmp(line, "# UNIT ", 7) == 0 || eof)
 			continue;
 		if (sscanf(line, "%127[a-z_]%*[^ ] %llu", name,
 		    &value) != 2 && sscanf(line, "%127[a-z_] %llu", name,
@@ -871,9 +880,14 @@ test_openmetrics(struct status_view *v, char *page)
 		else if (strncmp(name, "phpfpm_", 7) != 0 &&
 		    strncmp(name, "cfpm_", 5) != 0)
 			bad++;
+		else if (strcmp(name, help) != 0 || strcmp(name, type) != 0)
+			unnamed++;
 	}
 	ok(lines > 40 && bad == 0, "OpenMetrics: %d lines, each a comment "
 	    "or a phpfpm_ or cfpm_ sample (%d not)", lines, bad);
+	is_int(unnamed, 0, "OpenMetrics: every sample under a HELP and a "
+	    "TYPE of its own name (what promtool and Prometheus's metadata "
+	    "look up)");
 	ok(eof, "OpenMetrics: ends with # EOF");
 	n = render(v, STATUS_OPENMETRICS, 0, page);
 	ok(n > 0 && strstr(page, "cfpm_worker_requests") == NULL,
