@@ -3,7 +3,10 @@
  * framing (src/fcgi.c), on hand-built record streams: every prefix of a
  * good request, every kind of violation, the limits on both sides, the
  * FCGI_GET_VALUES record that overflows libfcgi's buffer, a request
- * gathered for serving and the record that releases a kept connection.
+ * gathered for serving and the record that releases a kept connection;
+ * and a scan that keeps its place (fcgi_scan_more, fcgi_scan_conn): for
+ * every split of a set of streams, and byte by byte, the same verdict as
+ * one scan from the start.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -438,6 +441,181 @@ test_large_reply(void)
 	free(out);
 }
 
+
+/* The verdict's fields (not the place it keeps): 1 if a and b agree. */
+static int
+same_verdict(const struct fcgi_scan *a, const struct fcgi_scan *b)
+{
+	return a->status == b->status && a->len == b->len && a->id == b->id &&
+	    a->keep_conn == b->keep_conn && a->params_len == b->params_len &&
+	    a->stdin_len == b->stdin_len &&
+	    a->body_too_large == b->body_too_large && a->why == b->why;
+}
+
+/*
+ * The stream scanned from the start, against: resumed after every single
+ * split point, resumed byte by byte, and resumed at a few random points
+ * at once. Returns the number of resumptions that disagreed.
+ */
+static size_t t_streams;	/* streams resume_disagreements() saw */
+
+static size_t
+resume_disagreements(const struct stream *s, unsigned seed, size_t *tries)
+{
+	struct fcgi_scan whole, r;
+	size_t k, n, bad = 0;
+	int round;
+
+	t_streams++;
+	fcgi_scan(s->p, s->len, &whole);
+	for (k = 0; k <= s->len; k++) {
+		fcgi_scan_start(&r);
+		fcgi_scan_more(s->p, k, &r);
+		fcgi_scan_more(s->p, s->len, &r);
+		bad += !same_verdict(&r, &whole);
+		++*tries;
+	}
+	fcgi_scan_start(&r);
+	for (k = 0; k <= s->len; k++)
+		fcgi_scan_more(s->p, k, &r);
+	bad += !same_verdict(&r, &whole);
+	++*tries;
+	srandom(seed);
+	for (round = 0; round < 64; round++) {
+		fcgi_scan_start(&r);
+		for (n = 0; n < s->len; n += (size_t)random() % 23)
+			fcgi_scan_more(s->p, n, &r);
+		fcgi_scan_more(s->p, s->len, &r);
+		bad += !same_verdict(&r, &whole);
+		++*tries;
+	}
+	return bad;
+}
+
+/* The streams a resumed scan is held to: good, bad, large, management. */
+static void
+test_resume(struct stream *s)
+{
+	unsigned char params[256], mgmt[64];
+	size_t plen = std_params(params), tries = 0, bad = 0, chunk, i, k;
+	const struct t_rec *r;
+
+	for (chunk = 1; chunk <= plen; chunk += chunk < 4 ? 1 : 29) {
+		s->len = 0;
+		request(s, 5, params, plen, chunk, "{\"k\":\"v\"}", 9);
+		bad += resume_disagreements(s, (unsigned)chunk, &tries);
+	}
+	memcpy(s->p + s->len, "\x01\x05\x00\x05junk", 8);
+	s->len += 8;
+	bad += resume_disagreements(s, 1, &tries);	/* bytes after it */
+	for (i = 0; i < sizeof(t_violations) / sizeof(t_violations[0]); i++) {
+		s->len = 0;
+		if (t_violations[i].begun)
+			put_begin(s, 1, FCGI_RESPONDER, 0);
+		for (k = 0; k < 3 && t_violations[i].recs[k].type != 0; k++) {
+			r = &t_violations[i].recs[k];
+			if (strcmp(r->content, "@") == 0)
+				put(s, r->type, r->id, params, plen, 3);
+			else
+				put(s, r->type, r->id, r->content, r->clen, 0);
+		}
+		bad += resume_disagreements(s, (unsigned)i, &tries);
+	}
+	s->len = 0;
+	put_begin(s, 2, FCGI_RESPONDER, 0);
+	put(s, FCGI_PARAMS, 2, "\x01\xff\xff\xff\xff", 5, 0);
+	bad += resume_disagreements(s, 7, &tries);	/* too large */
+	s->len = 0;
+	k = pair(mgmt, FCGI_MAX_CONNS, 14, "", 0);
+	put(s, FCGI_GET_VALUES, 0, mgmt, k, 2);
+	request(s, 1, params, plen, 11, NULL, 0);
+	bad += resume_disagreements(s, 9, &tries);	/* management first */
+	is_int(bad, 0, "resumed scans agree with scans from the start "
+	    "(%zu resumptions of %zu streams, every split and byte by byte)",
+	    tries, t_streams);
+}
+
+/* fcgi_scan_conn()'s answers, counted; fails past fail_after. */
+struct t_answers {
+	int	n, fail_after;
+	size_t	bytes;
+};
+
+static int
+t_answer(void *arg, const unsigned char *rec, size_t len)
+{
+	struct t_answers *a = arg;
+
+	if (rec[0] != FCGI_VERSION_1 || rec[2] != 0 || rec[3] != 0)
+		return -1;	/* not a management record */
+	a->bytes += len;
+	return ++a->n > a->fail_after ? -1 : 0;
+}
+
+/*
+ * A connection's scan: management records in front answered once each,
+ * their bytes handed back to drop, then the request, whether its bytes
+ * come at once or a byte at a time (the caller drops what is answered,
+ * as conn.c and admin.c do).
+ */
+static void
+test_scan_conn(struct stream *s)
+{
+	unsigned char params[256], *buf = malloc(T_MAX);
+	size_t plen = std_params(params), have, n, off, mlen;
+	struct t_answers a = { 0, 100, 0 };
+	struct fcgi_scan r;
+	int mgmt = 0, i, whole_ok = 1;
+
+	s->len = 0;
+	for (i = 0; i < 3; i++)
+		put(s, FCGI_GET_VALUES, 0, "\x0e\x00" FCGI_MAX_CONNS, 16, 0);
+	mlen = s->len;
+	request(s, 4, params, plen, 7, "{}", 2);
+	fcgi_scan_start(&r);
+	off = fcgi_scan_conn(s->p, s->len, &r, &mgmt, t_answer, &a);
+	ok(off == mlen && a.n == 3 && mgmt == 3 && a.bytes == mlen &&
+	    r.status == FCGI_SCAN_REQUEST && r.len == s->len - mlen &&
+	    r.id == 4, "scan_conn: 3 management records answered and "
+	    "handed back (%zu bytes), then the request", off);
+	/* Byte by byte, dropping what was answered. */
+	a.n = 0;
+	mgmt = 0;
+	have = 0;
+	fcgi_scan_start(&r);
+	for (n = 0; n < s->len; n++) {
+		buf[have++] = s->p[n];
+		off = fcgi_scan_conn(buf, have, &r, &mgmt, t_answer, &a);
+		memmove(buf, buf + off, have - off);
+		have -= off;
+		if (r.status != FCGI_SCAN_PARTIAL && n + 1 < s->len)
+			whole_ok = 0;
+	}
+	ok(whole_ok && a.n == 3 && r.status == FCGI_SCAN_REQUEST &&
+	    r.len == have && have == s->len - mlen,
+	    "scan_conn byte by byte: the same answers, the same request");
+	a.n = 0;
+	a.fail_after = 1;
+	mgmt = 0;
+	fcgi_scan_start(&r);
+	(void)fcgi_scan_conn(s->p, s->len, &r, &mgmt, t_answer, &a);
+	ok(r.status == FCGI_SCAN_INVALID && r.why != NULL && a.n == 2,
+	    "scan_conn: an answer that fails ends it: INVALID (%s)",
+	    r.why ? r.why : "no reason");
+	s->len = 0;
+	for (i = 0; i <= FCGI_MAX_MGMT_RECORDS; i++)
+		put(s, FCGI_GET_VALUES, 0, NULL, 0, 0);
+	a.n = 0;
+	a.fail_after = 100;
+	mgmt = 0;
+	fcgi_scan_start(&r);
+	(void)fcgi_scan_conn(s->p, s->len, &r, &mgmt, t_answer, &a);
+	ok(r.status == FCGI_SCAN_INVALID && a.n == FCGI_MAX_MGMT_RECORDS,
+	    "scan_conn: %d management records answered, the next one ends "
+	    "it (%s)", FCGI_MAX_MGMT_RECORDS, r.why ? r.why : "no reason");
+	free(buf);
+}
+
 int
 main(void)
 {
@@ -453,6 +631,8 @@ main(void)
 	test_gather(&s);
 	test_release();
 	test_large_reply();
+	test_resume(&s);
+	test_scan_conn(&s);
 	free(s.p);
 	return done_testing();
 }
