@@ -1,11 +1,13 @@
 /*
  * admin.c: the status socket, served from the master's event loop
  * (master only; see admin.h). Each connection collects its bytes in its
- * own buffer as poll reports them; fcgi_scan() decides when a request is
- * whole and well formed; the answer is framed by fcgi_reply() and written
- * as the client reads it. A connection past its deadline is closed,
- * whatever it holds, so reaping, respawns and signals never wait on a
- * status client.
+ * own buffer as poll reports them; fcgi_scan_more() decides, from where
+ * it stopped, when a request is whole and well formed (a trickling
+ * client is read only every so often, fcgi_trickle_next); the answer is framed by
+ * fcgi_reply() and written as the client reads it. A connection past its
+ * deadline is closed, whatever it holds, so reaping, respawns and
+ * signals never wait on a status client; and a new client always gets a
+ * slot (admin_accept), so idle ones never keep monitoring out.
  */
 #include "server/admin.h"
 
@@ -28,8 +30,14 @@
 
 struct admin_conn {
 	int		 fd;		/* -1: free */
-	int64_t		 deadline_us;
+	int64_t		 deadline_us;	/* request_read_timeout from the
+					   accept; request_write_timeout
+					   from the answer, if sooner */
+	int64_t		 last_us;	/* last byte in or out (eviction) */
+	int64_t		 quiet_us;	/* trickling: not read before */
+	struct fcgi_trickle trickle;	/* its reads' pace */
 	int		 mgmt;		/* management records answered */
+	struct fcgi_scan scan;		/* where the scan of in stands */
 	unsigned char	*in;		/* ADMIN_MAX_IN bytes */
 	size_t		 inlen;
 	unsigned char	*out;		/* the answer, once there is one */
@@ -83,10 +91,20 @@ admin_open(const struct config *cfg, const struct listen_sock *inherited)
 	return a;
 }
 
+/* The milliseconds from now to at_us (0 if past), kept as the least. */
+static void
+admin_sooner(int64_t now, int64_t at_us, int64_t *first)
+{
+	int64_t left = at_us > now ? at_us - now : 0;
+
+	if (*first == -1 || left < *first)
+		*first = left;
+}
+
 int
 admin_poll_fds(const struct admin *a, struct pollfd *pfd)
 {
-	int64_t now = clock_now_us(), first = -1, left;
+	int64_t now = clock_now_us(), first = -1;
 	const struct admin_conn *c;
 	int i;
 
@@ -97,9 +115,11 @@ admin_poll_fds(const struct admin *a, struct pollfd *pfd)
 		pfd[i].revents = 0;
 		if (c->fd == -1)
 			continue;
-		left = c->deadline_us > now ? c->deadline_us - now : 0;
-		if (first == -1 || left < first)
-			first = left;
+		admin_sooner(now, c->deadline_us, &first);
+		if (c->out == NULL && now < c->quiet_us) {
+			pfd[i].events = 0;	/* a trickle: not yet */
+			admin_sooner(now, c->quiet_us, &first);
+		}
 	}
 	pfd[ADMIN_MAX_CONNS].fd = a->ls.fd;
 	pfd[ADMIN_MAX_CONNS].events = POLLIN;
@@ -133,14 +153,23 @@ admin_write(struct admin_conn *c)
 		if (n <= 0)
 			break;
 		c->outoff += (size_t)n;
+		c->last_us = clock_now_us();
 	}
 	admin_drop(c);
 }
 
-/* Queues the records out (len bytes, malloc'd: c owns them) and writes. */
+/*
+ * Queues the records out (len bytes, malloc'd: c owns them) and writes.
+ * An answer waits for its client at most request_write_timeout, as a
+ * worker's reply does: a client that asks and never reads gives its slot
+ * back soon.
+ */
 static void
-admin_send(struct admin_conn *c, unsigned char *out, size_t len)
+admin_send(const struct admin_ctx *x, struct admin_conn *c,
+    unsigned char *out, size_t len)
 {
+	int64_t until;
+
 	if (out == NULL) {
 		admin_drop(c);
 		return;
@@ -148,12 +177,17 @@ admin_send(struct admin_conn *c, unsigned char *out, size_t len)
 	c->out = out;
 	c->outlen = len;
 	c->outoff = 0;
+	until = clock_now_us() +
+	    (int64_t)x->cfg->request_write_timeout * 1000000;
+	if (until < c->deadline_us)
+		c->deadline_us = until;
 	admin_write(c);
 }
 
 /* Frames a as the reply to request id (http.h: the workers' bytes). */
 static void
-admin_respond(struct admin_conn *c, unsigned id, const struct http_answer *a)
+admin_respond(const struct admin_ctx *x, struct admin_conn *c, unsigned id,
+    const struct http_answer *a)
 {
 	char head[HTTP_MAX_HEAD];
 	const char *body = a->body;
@@ -168,8 +202,8 @@ admin_respond(struct admin_conn *c, unsigned id, const struct http_answer *a)
 		return;
 	}
 	out = malloc(fcgi_reply_size((size_t)hlen + len));
-	admin_send(c, out, out ? fcgi_reply(id, head, (size_t)hlen, body, len,
-	    out) : 0);
+	admin_send(x, c, out, out ? fcgi_reply(id, head, (size_t)hlen, body,
+	    len, out) : 0);
 }
 
 static int
@@ -262,60 +296,61 @@ admin_answer(const struct admin_ctx *x, struct admin_conn *c,
 	if (!http_answer_ping(&ans, x->cfg, (const char *)q.method,
 	    q.method_len, (const char *)q.path, q.path_len))
 		admin_status_page(x, &q, &ans);
-	admin_respond(c, s->id, &ans);
+	admin_respond(x, c, s->id, &ans);
 }
 
-/* A management record first: answered, then taken off the buffer. */
+/* fcgi_scan_conn()'s answer to a management record, never waiting. */
 static int
-admin_management(struct admin_conn *c, size_t len)
+admin_management(void *arg, const unsigned char *rec, size_t len)
 {
+	struct admin_conn *c = arg;
 	unsigned char reply[FCGI_MAX_MGMT_REPLY];
 	size_t rlen;
 
-	if (++c->mgmt > FCGI_MAX_MGMT_RECORDS ||
-	    (rlen = fcgi_management_reply(c->in, len, ADMIN_MAX_CONNS,
-	    reply)) == 0 ||
-	    send(c->fd, reply, rlen, MSG_DONTWAIT | MSG_NOSIGNAL) !=
-	    (ssize_t)rlen)
+	if ((rlen = fcgi_management_reply(rec, len, ADMIN_MAX_CONNS,
+	    reply)) == 0 || send(c->fd, reply, rlen, MSG_DONTWAIT |
+	    MSG_NOSIGNAL) != (ssize_t)rlen)
 		return -1;
-	memmove(c->in, c->in + len, c->inlen - len);
-	c->inlen -= len;
 	return 0;
 }
 
 static void
-admin_refuse(struct admin_conn *c, const struct fcgi_scan *s)
+admin_refuse(const struct admin_ctx *x, struct admin_conn *c,
+    const struct fcgi_scan *s)
 {
 	unsigned char *out = malloc(FCGI_MAX_REFUSAL);
 
-	admin_send(c, out, out ? fcgi_refusal(s, out) : 0);
+	admin_send(x, c, out, out ? fcgi_refusal(s, out) : 0);
 }
 
-/* Looks at what c has collected: answers, waits, or closes. */
+/*
+ * Looks at what c has collected since the last look: answers, waits, or
+ * closes. The management records in front are answered and dropped (one
+ * move per read).
+ */
 static void
 admin_scan(const struct admin_ctx *x, struct admin_conn *c)
 {
-	struct fcgi_scan s;
+	struct fcgi_scan *s = &c->scan;
+	size_t off;
 
-	for (;;) {
-		fcgi_scan(c->in, c->inlen, &s);
-		if (s.status == FCGI_SCAN_MANAGEMENT &&
-		    admin_management(c, s.len) == 0)
-			continue;
-		break;
+	off = fcgi_scan_conn(c->in, c->inlen, s, &c->mgmt, admin_management,
+	    c);
+	if (off > 0) {
+		c->inlen -= off;
+		memmove(c->in, c->in + off, c->inlen);
 	}
-	if (s.status == FCGI_SCAN_PARTIAL && c->inlen == ADMIN_MAX_IN) {
-		s.status = FCGI_SCAN_TOO_LARGE;
-		s.body_too_large = s.stdin_len > 0;
+	if (s->status == FCGI_SCAN_PARTIAL && c->inlen == ADMIN_MAX_IN) {
+		s->status = FCGI_SCAN_TOO_LARGE;
+		s->body_too_large = s->stdin_len > 0;
 	}
-	if (s.status == FCGI_SCAN_REQUEST)
-		admin_answer(x, c, &s);
-	else if (s.status == FCGI_SCAN_TOO_LARGE)
-		admin_refuse(c, &s);
-	else if (s.status != FCGI_SCAN_PARTIAL) {
+	if (s->status == FCGI_SCAN_REQUEST)
+		admin_answer(x, c, s);
+	else if (s->status == FCGI_SCAN_TOO_LARGE)
+		admin_refuse(x, c, s);
+	else if (s->status != FCGI_SCAN_PARTIAL) {
 		log_flood(&x->a->flood_bad, CONFIG_LOG_WARNING,
-		    "status socket: closed a connection: %s", s.why ? s.why :
-		    "a management record it could not answer");
+		    "status socket: closed a connection: %s", s->why);
 		admin_drop(c);
 	}
 }
@@ -335,18 +370,55 @@ admin_read(const struct admin_ctx *x, struct admin_conn *c)
 		return;
 	}
 	c->inlen += (size_t)n;
+	c->last_us = clock_now_us();
 	admin_scan(x, c);
+	if (c->fd == -1 || c->out != NULL)
+		return;		/* answered or closed */
+	/* Still reading after a few bytes: a trickle (fcgi.h). */
+	c->quiet_us = c->last_us +
+	    (int64_t)fcgi_trickle_next(&c->trickle, (size_t)n) * 1000;
 }
 
+/*
+ * Closes the connection idle the longest (since a byte came in or went
+ * out), for a new one (why: what made room short), and returns its slot.
+ * Every slot may hold a client that sends nothing, trickles or never
+ * reads its answer, each bounded by its deadline; a new client must not
+ * wait for those. A monitor sends its request at once and reads its
+ * answer as it comes, so it is never the idlest for long: a new
+ * connection always gets in, and idle ones only push each other out.
+ */
 static struct admin_conn *
-admin_free_conn(struct admin *a)
+admin_drop_idlest(struct admin *a, const char *why)
+{
+	struct admin_conn *idlest = NULL;
+	int i;
+
+	for (i = 0; i < ADMIN_MAX_CONNS; i++)
+		if (a->conns[i].fd != -1 && (idlest == NULL ||
+		    a->conns[i].last_us < idlest->last_us))
+			idlest = &a->conns[i];
+	if (idlest == NULL)
+		return NULL;
+	log_flood(&a->flood_full, CONFIG_LOG_WARNING, "status socket: %s; "
+	    "closed the idlest connection (%s, %lld ms since its last byte) "
+	    "for a new one", why, idlest->out ? "answer unread" :
+	    "request incomplete",
+	    (long long)(clock_now_us() - idlest->last_us) / 1000);
+	admin_drop(idlest);
+	return idlest;
+}
+
+/* A free slot, or the idlest connection's (admin_drop_idlest). */
+static struct admin_conn *
+admin_slot(struct admin *a)
 {
 	int i;
 
 	for (i = 0; i < ADMIN_MAX_CONNS; i++)
 		if (a->conns[i].fd == -1)
 			return &a->conns[i];
-	return NULL;
+	return admin_drop_idlest(a, "every connection slot in use");
 }
 
 static void
@@ -360,17 +432,19 @@ admin_accept(const struct admin_ctx *x)
 		fd = listen_accept(a->ls.fd, &x->cfg->listen_allowed);
 		if (fd == -1)
 			return;		/* EAGAIN, or one that went away */
-		if ((c = admin_free_conn(a)) == NULL ||
-		    (c->in = malloc(ADMIN_MAX_IN)) == NULL) {
-			log_flood(&a->flood_full, CONFIG_LOG_WARNING,
-			    "status socket: %d connections open; closed a "
-			    "new one", ADMIN_MAX_CONNS);
+		c = admin_slot(a);
+		if ((c->in = malloc(ADMIN_MAX_IN)) == NULL) {
+			log_flood(&a->flood_bad, CONFIG_LOG_WARNING,
+			    "status socket: out of memory; closed a new "
+			    "connection");
 			close(fd);
 			continue;
 		}
 		c->fd = fd;
-		c->deadline_us = clock_now_us() +
+		c->last_us = clock_now_us();
+		c->deadline_us = c->last_us +
 		    (int64_t)x->cfg->request_read_timeout * 1000000;
+		fcgi_scan_start(&c->scan);
 		admin_read(x, c);	/* the request is often there already */
 	}
 }
@@ -399,8 +473,9 @@ admin_process(struct admin *a, const struct pollfd *pfd,
 		if (c->fd == -1 || now < c->deadline_us)
 			continue;
 		log_flood(&a->flood_stall, CONFIG_LOG_WARNING,
-		    "status socket: closed a connection still %s after "
-		    "request_read_timeout", c->out ? "unread" : "incomplete");
+		    "status socket: closed a connection %s", c->out ?
+		    "whose answer was still unread at request_write_timeout" :
+		    "still incomplete at request_read_timeout");
 		admin_drop(c);
 	}
 	if (pfd[ADMIN_MAX_CONNS].revents & POLLIN)

@@ -283,6 +283,33 @@ fcgi_scan_conn(const unsigned char *p, size_t n, struct fcgi_scan *s,
 	}
 }
 
+int
+fcgi_trickle_next(struct fcgi_trickle *t, size_t n)
+{
+	int longer = t->wait_ms >= FCGI_TRICKLE_MAX_MS / 2 ?
+	    FCGI_TRICKLE_MAX_MS : 2 * t->wait_ms;
+
+	if (n >= FCGI_TRICKLE_BYTES) {
+		memset(t, 0, sizeof(*t));
+		return 0;
+	}
+	if (t->wait_ms == 0)
+		t->wait_ms = FCGI_TRICKLE_MIN_MS;
+	else if (n < FCGI_TRICKLE_TINY) {
+		t->wait_ms = longer;	/* slow: waiting costs it nothing */
+		t->settled = 0;
+	} else if (!t->settled && n >= t->last + t->last / 2)
+		t->wait_ms = longer;	/* the wait still brings more */
+	else if (!t->settled) {
+		/* No more for a doubled wait: its buffer was full. */
+		t->wait_ms = t->wait_ms / 2 > FCGI_TRICKLE_FLOOR_MS ?
+		    t->wait_ms / 2 : FCGI_TRICKLE_FLOOR_MS;
+		t->settled = 1;
+	}
+	t->last = n;
+	return t->wait_ms;
+}
+
 void
 fcgi_header(unsigned char *h, int type, unsigned id, size_t len)
 {

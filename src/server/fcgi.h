@@ -44,14 +44,18 @@
 #define FCGI_MAX_MGMT_RECORDS	16		/* answered per connection */
 #define FCGI_RELEASE_SIZE	FCGI_HEADER_SIZE	/* fcgi_release() */
 /*
- * A read this small that leaves a request incomplete is a trickle: the
- * reader (a worker, the master's status socket) waits this long before
- * it reads that connection again, so the bytes pile up meanwhile and a
- * client sending a byte at a time costs a wake-up per pause, not per
- * byte. nginx writes a request at once and never meets it.
+ * A read of fewer than FCGI_TRICKLE_BYTES that leaves a request
+ * incomplete is a trickle: the reader (a worker, the master's status
+ * socket) waits before it reads that connection again, so the bytes pile
+ * up meanwhile and a client sending a byte at a time costs a wake-up per
+ * wait, not per byte (struct fcgi_trickle). nginx writes a request at
+ * once and never meets it.
  */
 #define FCGI_TRICKLE_BYTES	512
-#define FCGI_TRICKLE_MS		10
+#define FCGI_TRICKLE_TINY	32	/* a read this small: a slow client */
+#define FCGI_TRICKLE_MIN_MS	1	/* the first wait */
+#define FCGI_TRICKLE_FLOOR_MS	20	/* the shortest once it settled */
+#define FCGI_TRICKLE_MAX_MS	1000
 /* Largest record a scan may have to see whole. */
 #define FCGI_MAX_RECORD		(FCGI_HEADER_SIZE + FCGI_MAX_CONTENT + 255)
 
@@ -125,6 +129,32 @@ void fcgi_scan(const unsigned char *p, size_t n, struct fcgi_scan *s);
 size_t fcgi_scan_conn(const unsigned char *p, size_t n, struct fcgi_scan *s,
     int *mgmt, int (*answer)(void *arg, const unsigned char *rec,
     size_t len), void *arg);
+
+/*
+ * How long a reader waits before it reads a trickling connection again.
+ * The first wait is FCGI_TRICKLE_MIN_MS, so a request written in a few
+ * small pieces at once (cgi-fcgi writes each record on its own) waits a
+ * millisecond. The wait then doubles, up to FCGI_TRICKLE_MAX_MS, while
+ * reads bring fewer than FCGI_TRICKLE_TINY bytes or half as many again
+ * as the one before: a slow client, which waiting longer costs nothing.
+ * When a doubled wait brought no more, the client's own socket buffer
+ * filled meanwhile (a unix socket holds 70 to 278 one-byte sends):
+ * waiting longer would only slow it down, so the wait goes back to half,
+ * at least FCGI_TRICKLE_FLOOR_MS, and stays there. A connection is thus
+ * read at most about request_read_timeout / FCGI_TRICKLE_FLOOR_MS times
+ * while it trickles, whatever its sends; a read of FCGI_TRICKLE_BYTES or
+ * more starts over.
+ */
+struct fcgi_trickle {
+	int		wait_ms;	/* before the next read, 0 none */
+	size_t		last;		/* what the previous read brought */
+	int		settled;	/* wait_ms found: held */
+};
+
+/* Zeroed to start. After a read of n bytes that left the request
+ * incomplete: the milliseconds to wait before reading again (0: as soon
+ * as bytes come). */
+int fcgi_trickle_next(struct fcgi_trickle *t, size_t n);
 
 /*
  * The answer to the management record rec (len bytes, as fcgi_scan found

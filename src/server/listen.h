@@ -70,7 +70,6 @@ void listen_spec_status(const struct config *cfg, struct listen_spec *spec);
  */
 int listen_bind(struct listen_sock *ls, const struct listen_spec *spec);
 
-/* Closes the socket and removes the unix path if this process made it. */
 /*
  * Accepts one connection from the non-blocking listen socket fd: its
  * descriptor (non-blocking, close-on-exec), or -1 with errno (EAGAIN:
@@ -80,6 +79,7 @@ int listen_bind(struct listen_sock *ls, const struct listen_spec *spec);
  */
 int listen_accept(int fd, const struct allow_list *allowed);
 
+/* Closes the socket and removes the unix path if this process made it. */
 void listen_close(struct listen_sock *ls);
 
 /*

@@ -207,6 +207,7 @@ status_state_name(int phase)
 	case SB_DB:
 		return "Running";
 	case SB_WRITING:
+	case SB_SENDING:
 		return "Finishing";
 	case SB_EXITING:
 		return "Ending";
@@ -310,6 +311,7 @@ pool_record(const struct status_view *v, const struct status_pool *p,
 	rec_num(r, "slow requests", STATUS_INT, (long long)t->slow);
 	rec_num(r, "terminated requests", STATUS_INT,
 	    (long long)t->terminated);
+	rec_num(r, "cut replies", STATUS_INT, (long long)t->replies_cut);
 	rec_num(r, "generation", STATUS_INT, v->generation);
 	rec_num(r, "reloads", STATUS_INT, (long long)t->reloads);
 	r->group = "responses";
@@ -789,6 +791,10 @@ status_openmetrics(struct buf *o, const struct status_view *v,
 	    "Requests over request_terminate_timeout.");
 	buf_printf(o, "cfpm_terminated_requests_total %llu\n",
 	    (unsigned long long)t->terminated);
+	om_family(o, "cfpm_cut_replies", "counter",
+	    "Replies cut at request_write_timeout: the client did not read.");
+	buf_printf(o, "cfpm_cut_replies_total %llu\n",
+	    (unsigned long long)t->replies_cut);
 	om_family(o, "cfpm_reloads", "counter", "Reloads.");
 	buf_printf(o, "cfpm_reloads_total %llu\n",
 	    (unsigned long long)t->reloads);

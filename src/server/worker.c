@@ -260,6 +260,9 @@ worker_dispatch(struct worker_ctx *w, struct http_request *r)
 	return w->app->handle(w->state, r);
 }
 
+/* Per condition, so that no client can make a line per request. */
+static struct log_flood worker_flood_gone, worker_flood_cut;
+
 static void
 worker_client_gone(const struct http_request *r, int cancelled)
 {
@@ -269,14 +272,25 @@ worker_client_gone(const struct http_request *r, int cancelled)
 
 	esc_text(m, sizeof(m), r->method, strlen(r->method));
 	esc_text(p, sizeof(p), r->path, r->path_len);
-	log_info("%s %s: client went away%s", m, p,
-	    cancelled ? "; statement cancelled" : "");
+	if (r->cut)
+		(void)log_flood(&worker_flood_cut, CONFIG_LOG_WARNING,
+		    "%s %s: cut a %zu-byte reply its client did not take "
+		    "within request_write_timeout (%d ms); connection closed",
+		    m, p, r->out_len, r->write_timeout_ms);
+	else
+		(void)log_flood(&worker_flood_gone, CONFIG_LOG_INFO,
+		    "%s %s: client went away%s", m, p,
+		    cancelled ? "; statement cancelled" : "");
 }
 
 /*
  * Serves one request read on fd; release ends the reply so that nginx
- * drops the connection (keep.h). Returns 0 when the reply went out, -1
- * when the connection must be closed.
+ * drops the connection (keep.h). The request is counted and logged
+ * before its reply goes out (the status page and the access log have it
+ * before the client does); the worker then shows SB_SENDING ("Finishing")
+ * until the client has taken the reply or request_write_timeout cut it.
+ * Returns 0 when the reply went out, -1 when the connection must be
+ * closed.
  */
 static int
 worker_serve(struct worker_ctx *w, int fd, const struct fcgi_request *fr,
@@ -292,7 +306,7 @@ worker_serve(struct worker_ctx *w, int fd, const struct fcgi_request *fr,
 		worker_timer(timeout);
 	http_request_init(&r, fd, fr);
 	r.release = release;
-	r.write_timeout_ms = w->pol.read_timeout_ms;
+	r.write_timeout_ms = w->pol.write_timeout_ms;
 	r.on_phase = worker_on_phase;
 	r.phase_arg = w;
 	sb_worker_begin(w->sb, slot, r.method, strlen(r.method), r.path,
@@ -311,12 +325,16 @@ worker_serve(struct worker_ctx *w, int fd, const struct fcgi_request *fr,
 	duration = clock_now_us() - start;
 	cpu = worker_cpu_since_last();
 	sb_worker_end(slot, r.status, duration, cpu);
-	sb_worker_phase(w->sb, slot, SB_IDLE);
+	sb_worker_phase(w->sb, slot, SB_SENDING);
 	worker_note_db(w);
 	scoreboard_count(w->sb, r.status);
 	worker_log_access(w->cfg, &r, duration, cpu);
 	/* Accounted for: now the client may have it. */
-	if ((rc = http_flush(&r)) == -1 || gone)
+	rc = http_flush(&r);
+	if (r.cut)
+		scoreboard_count_cut(w->sb);
+	sb_worker_phase(w->sb, slot, SB_IDLE);
+	if (rc == -1 || gone)
 		worker_client_gone(&r, gone);
 	return rc == -1 || gone ? -1 : 0;
 }
@@ -713,6 +731,7 @@ worker_loop(struct worker_ctx *w, unsigned long long limit)
 	struct keep_seen seen;
 
 	w->pol.read_timeout_ms = w->cfg->request_read_timeout * 1000;
+	w->pol.write_timeout_ms = w->cfg->request_write_timeout * 1000;
 	w->pol.max_conns = (unsigned)w->cfg->max_children;
 	w->held = -1;
 	if (worker_epoll_init(w) == -1)

@@ -6,7 +6,8 @@
  * gathered for serving and the record that releases a kept connection;
  * and a scan that keeps its place (fcgi_scan_more, fcgi_scan_conn): for
  * every split of a set of streams, and byte by byte, the same verdict as
- * one scan from the start.
+ * one scan from the start; and the pace a trickling client is read at
+ * (fcgi_trickle_next).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -616,6 +617,89 @@ test_scan_conn(struct stream *s)
 	free(buf);
 }
 
+/*
+ * The pace of reads for a trickling client, against a model of one: it
+ * sends rate bytes per ms into a socket that holds at most cap bytes,
+ * and the reader reads whatever is there after each wait, or when
+ * nothing is, waits for the next byte (poll). Returns the reads needed
+ * for want bytes (or until ms_max has passed), and sets *ms to the time
+ * it took.
+ */
+static unsigned
+trickle_model(double rate, double cap, double want, double ms_max,
+    double *ms)
+{
+	struct fcgi_trickle t = { 0, 0, 0 };
+	double now = 0, sent_at = 0, queued, got = 0;
+	unsigned reads = 0;
+	int wait = 0;
+
+	while (got < want && now < ms_max) {
+		now += wait > 0 ? wait : 1;
+		/* What it could send since the last read, up to cap. */
+		queued = (now - sent_at) * rate;
+		if (queued < 1) {	/* nothing yet: poll for a byte */
+			now = sent_at + 1 / rate;
+			queued = 1;
+		}
+		if (queued > cap)
+			queued = cap;
+		if (queued > want - got)
+			queued = want - got;
+		sent_at = now;
+		got += queued;
+		reads++;
+		wait = fcgi_trickle_next(&t, (size_t)queued);
+	}
+	*ms = now;
+	return reads;
+}
+
+static void
+test_trickle(void)
+{
+	struct fcgi_trickle t = { 0, 0, 0 };
+	unsigned reads;
+	double ms;
+	int w, i;
+
+	is_int(fcgi_trickle_next(&t, 16), FCGI_TRICKLE_MIN_MS,
+	    "trickle: the first small read waits FCGI_TRICKLE_MIN_MS");
+	w = fcgi_trickle_next(&t, 2);
+	is_int(w, 2 * FCGI_TRICKLE_MIN_MS, "trickle: a tiny read doubles it");
+	for (i = 0; i < 20; i++)
+		w = fcgi_trickle_next(&t, 1);
+	is_int(w, FCGI_TRICKLE_MAX_MS, "trickle: up to FCGI_TRICKLE_MAX_MS, "
+	    "no further");
+	is_int(fcgi_trickle_next(&t, FCGI_TRICKLE_BYTES), 0,
+	    "trickle: a read of FCGI_TRICKLE_BYTES starts over: no wait");
+	memset(&t, 0, sizeof(t));
+	(void)fcgi_trickle_next(&t, 40);
+	(void)fcgi_trickle_next(&t, 70);	/* 2 ms: it grew */
+	w = fcgi_trickle_next(&t, 70);		/* 4 ms brought no more */
+	is_int(w, FCGI_TRICKLE_FLOOR_MS, "trickle: a doubled wait that "
+	    "brought no more settles, at FCGI_TRICKLE_FLOOR_MS at least");
+	is_int(fcgi_trickle_next(&t, 70), FCGI_TRICKLE_FLOOR_MS,
+	    "trickle: and stays there while reads fill the sender's buffer");
+	/* Models: what a request of 17,000 bytes costs in reads. */
+	reads = trickle_model(1000, 70, 17000, 10000, &ms);
+	ok(reads <= 17000 / 70 + 8 && ms <= 17000 / 70 * FCGI_TRICKLE_FLOOR_MS
+	    + 100, "trickle: a fast sender whose buffer holds 70 one-byte "
+	    "sends: %u reads (the fewest: %d), %.0f ms", reads, 17000 / 70,
+	    ms);
+	reads = trickle_model(2, 1e9, 17000, 10000, &ms);
+	ok(reads <= 17000 / FCGI_TRICKLE_TINY / 2 + 16 && ms < 9000,
+	    "trickle: a sender of 2 bytes a ms: %u reads in %.0f ms "
+	    "(not slowed: it sends for 8500 ms)", reads, ms);
+	reads = trickle_model(0.01, 1e9, 17000, 10000, &ms);
+	ok(reads <= 10000 / FCGI_TRICKLE_MAX_MS + 16, "trickle: a byte every "
+	    "100 ms: %u reads over a 10 s deadline", reads);
+	reads = trickle_model(1000, 278, 1e9, 10000, &ms);
+	ok(reads <= 10000 / FCGI_TRICKLE_FLOOR_MS + 16, "trickle: however it "
+	    "sends, at most one read per FCGI_TRICKLE_FLOOR_MS once settled: "
+	    "%u reads over 10 s", reads);
+}
+
 int
 main(void)
 {
@@ -633,6 +717,7 @@ main(void)
 	test_large_reply();
 	test_resume(&s);
 	test_scan_conn(&s);
+	test_trickle();
 	free(s.p);
 	return done_testing();
 }
