@@ -53,9 +53,12 @@ struct admin_req {
 struct admin {
 	struct listen_sock	ls;
 	struct admin_conn	conns[ADMIN_MAX_CONNS];
+	int64_t			accept_paused_us; /* out of descriptors:
+						   not accepting before */
 	unsigned char		params[FCGI_MAX_PARAMS];
 	char			page[STATUS_MAX_REPLY];
-	struct log_flood	flood_full, flood_stall, flood_bad;
+	struct log_flood	flood_full, flood_stall, flood_bad,
+				flood_starved;
 };
 
 /* What admin_process needs to answer a request. */
@@ -124,6 +127,10 @@ admin_poll_fds(const struct admin *a, struct pollfd *pfd)
 	pfd[ADMIN_MAX_CONNS].fd = a->ls.fd;
 	pfd[ADMIN_MAX_CONNS].events = POLLIN;
 	pfd[ADMIN_MAX_CONNS].revents = 0;
+	if (now < a->accept_paused_us) {
+		pfd[ADMIN_MAX_CONNS].events = 0;
+		admin_sooner(now, a->accept_paused_us, &first);
+	}
 	return first == -1 ? -1 : (int)((first + 999) / 1000);
 }
 
@@ -421,6 +428,26 @@ admin_slot(struct admin *a)
 	return admin_drop_idlest(a, "every connection slot in use");
 }
 
+/*
+ * Out of descriptors (or memory) at accept: the connection waits in the
+ * queue. Closing the idlest connection makes room for it; with none to
+ * close, the socket is left alone for LISTEN_ACCEPT_PAUSE_MS rather than
+ * polled (and failed) at once again. Returns 1 to try the accept again.
+ */
+static int
+admin_starved(struct admin *a, int err)
+{
+	char why[128];
+
+	snprintf(why, sizeof(why), "accept failed: %s", strerror(err));
+	if (admin_drop_idlest(a, why) != NULL)
+		return 1;
+	a->accept_paused_us = clock_now_us() + LISTEN_ACCEPT_PAUSE_MS * 1000;
+	log_flood(&a->flood_starved, CONFIG_LOG_ERROR, "status socket: %s; "
+	    "not accepting for %d ms", why, LISTEN_ACCEPT_PAUSE_MS);
+	return 0;
+}
+
 static void
 admin_accept(const struct admin_ctx *x)
 {
@@ -430,6 +457,9 @@ admin_accept(const struct admin_ctx *x)
 
 	for (i = 0; i < ADMIN_ACCEPTS; i++) {
 		fd = listen_accept(a->ls.fd, &x->cfg->listen_allowed);
+		if (fd == -1 && listen_accept_starved(errno) &&
+		    admin_starved(a, errno))
+			continue;
 		if (fd == -1)
 			return;		/* EAGAIN, or one that went away */
 		c = admin_slot(a);

@@ -358,6 +358,13 @@ listen_accept(int fd, const struct allow_list *allowed)
 	return -1;
 }
 
+int
+listen_accept_starved(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	    err == ENOMEM;
+}
+
 void
 listen_close(struct listen_sock *ls)
 {

@@ -79,6 +79,17 @@ int listen_bind(struct listen_sock *ls, const struct listen_spec *spec);
  */
 int listen_accept(int fd, const struct allow_list *allowed);
 
+/*
+ * 1 if listen_accept() failed with err for want of descriptors or
+ * memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): the connection stays queued
+ * and the socket readable, so trying again at once would spin. The
+ * caller stops watching the socket for LISTEN_ACCEPT_PAUSE_MS and goes
+ * on serving what it holds.
+ */
+int listen_accept_starved(int err);
+
+#define LISTEN_ACCEPT_PAUSE_MS	100
+
 /* Closes the socket and removes the unix path if this process made it. */
 void listen_close(struct listen_sock *ls);
 

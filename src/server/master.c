@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "util/clock.h"
 #include "server/conn.h"
 #include "util/log.h"
+#include "server/nofile.h"
 #include "server/notify.h"
 #include "server/pool.h"
 #include "server/preflight.h"
@@ -82,6 +84,9 @@ struct master {
 	int64_t			 db_lost_us;	/* first seen lost */
 	int64_t			 db_back_us;	/* last "database back" */
 	uint64_t		 db_503_base;	/* 503s before the loss */
+	/* Failures the loop meets at every pass while they last: one line
+	 * per LOG_FLOOD_INTERVAL_US each. */
+	struct log_flood	 flood_poll, flood_fork, flood_kick;
 };
 
 static volatile sig_atomic_t sig_chld, sig_term, sig_int, sig_hup,
@@ -218,7 +223,8 @@ master_spawn(struct master *m)
 	int idx;
 
 	if ((idx = scoreboard_free_slot(m->sb)) == -1) {
-		log_err("%s: scoreboard full", __func__);
+		log_flood(&m->flood_fork, CONFIG_LOG_ERROR, "%s: scoreboard "
+		    "full", __func__);
 		return -1;
 	}
 	slot = &m->sb->slots[idx];
@@ -236,7 +242,9 @@ master_spawn(struct master *m)
 	args.wake_fd = m->wake_fd;
 	switch ((pid = fork())) {
 	case -1:
-		log_err("%s: fork() failed: %s", __func__, strerror(errno));
+		/* Retried at the next pass (RLIMIT_NPROC, memory). */
+		log_flood(&m->flood_fork, CONFIG_LOG_ERROR, "%s: fork() failed: "
+		    "%s", __func__, strerror(errno));
 		scoreboard_release(m->sb, slot);
 		return -1;
 	case 0:
@@ -354,6 +362,33 @@ master_begin_stop(struct master *m, enum master_stop how)
 }
 
 /*
+ * Raises the soft RLIMIT_NOFILE to what cfg needs (nofile.h), which the
+ * workers inherit. The hard limit was checked with the configuration
+ * (preflight_config): a load that could not be held never gets here.
+ */
+static void
+master_nofile(const struct config *cfg)
+{
+	struct nofile_need n;
+	struct rlimit rl;
+	rlim_t was;
+
+	nofile_need(cfg, &n);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 ||
+	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= n.total)
+		return;
+	was = rl.rlim_cur;
+	rl.rlim_cur = n.total;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+		log_err("%s: setrlimit(RLIMIT_NOFILE, %u) failed: %s", __func__,
+		    n.total, strerror(errno));
+	else
+		log_notice("RLIMIT_NOFILE: soft limit raised from %llu to %u, "
+		    "what this configuration needs", (unsigned long long)was,
+		    n.total);
+}
+
+/*
  * A reload refused: logged, and said in STATUS= (systemctl status) until
  * a reload succeeds. systemd learns nothing else: no RELOADING=1 was
  * sent, and ExecReload's own exit status is the unit's to decide
@@ -405,6 +440,7 @@ master_reload(struct master *m)
 		    strerror(errno));
 	free(m->cfg);
 	m->cfg = next;
+	master_nofile(m->cfg);	/* before the new generation forks */
 	master_unload(m);	/* running workers keep their own copy */
 	m->shared = shared;
 	master_snapshot(m);
@@ -783,8 +819,8 @@ master_read_kicks(struct master *m)
 	uint64_t kicks;
 
 	if (read(m->kick_fd, &kicks, sizeof(kicks)) == -1 && errno != EAGAIN)
-		log_err("%s: read(eventfd) failed: %s", __func__,
-		    strerror(errno));
+		log_flood(&m->flood_kick, CONFIG_LOG_ERROR, "%s: read(eventfd) "
+		    "failed: %s", __func__, strerror(errno));
 }
 
 static void
@@ -806,8 +842,15 @@ master_wait(struct master *m, const sigset_t *waitmask)
 	ts.tv_sec = ms / 1000;
 	ts.tv_nsec = (long)(ms % 1000) * 1000000;
 	n = ppoll(pfd, ADMIN_POLL_FDS + 1, &ts, waitmask);
-	if (n == -1 && errno != EINTR)
-		log_err("%s: ppoll() failed: %s", __func__, strerror(errno));
+	if (n == -1 && errno != EINTR) {
+		/* EINVAL: RLIMIT_NOFILE lowered below the set under a running
+		 * pool. It fails at every call: wait the period all the same
+		 * (signals still come in, timeouts still run), never spin. */
+		log_flood(&m->flood_poll, CONFIG_LOG_ERROR, "%s: ppoll() of %d "
+		    "descriptors failed: %s; waiting without them", __func__,
+		    ADMIN_POLL_FDS + 1, strerror(errno));
+		n = ppoll(NULL, 0, &ts, waitmask);
+	}
 	if (n > 0 && (kick->revents & POLLIN))
 		master_read_kicks(m);
 	/* Deadlines run out with or without events. */
@@ -829,6 +872,7 @@ master_init(struct master *m, struct config *cfg,
 	*m = (struct master){ .cfg = own, .apps = apps, .app = app,
 	    .shared = shared, .config_path = config_path,
 	    .children = children, .ls = ls };
+	master_nofile(own);
 	if (conn_listen_prepare(ls->fd) == -1)
 		log_warn("listen socket: receive buffer: %s", strerror(errno));
 	if ((m->sb = scoreboard_create(MASTER_SLOTS)) == NULL)

@@ -203,6 +203,9 @@ struct worker_ctx {
 	struct worker_released	 released[KEEP_MAX_RELEASED];
 	unsigned		 nreleased;
 	int64_t			 queued_until_us; /* worker_queued()'s */
+	int64_t			 accept_paused_us; /* 0, or out of descriptors:
+						   listen_fd and wake_fd are
+						   out of the wait until then */
 };
 
 /* http_phase() lands here: the slot shows what the handler is doing. */
@@ -625,6 +628,54 @@ worker_serve_conn(struct worker_ctx *w, int fd, int kept, int queued)
 	return 1;
 }
 
+/*
+ * Out of descriptors or memory at accept (listen_accept_starved): the
+ * connection stays queued and the listen socket readable, so waiting on
+ * it again would spin. The worker takes the listen socket and the pool's
+ * wake eventfd (whose wake-ups it could not act on either) out of its
+ * wait for LISTEN_ACCEPT_PAUSE_MS and goes on serving its kept
+ * connection; the other workers take the queue meanwhile.
+ */
+static struct log_flood worker_flood_starved;
+
+static void
+worker_accept_pause(struct worker_ctx *w, int err)
+{
+	(void)epoll_ctl(worker_epfd, EPOLL_CTL_DEL, w->listen_fd, NULL);
+	(void)epoll_ctl(worker_epfd, EPOLL_CTL_DEL, w->wake_fd, NULL);
+	w->accept_paused_us = clock_now_us() + LISTEN_ACCEPT_PAUSE_MS * 1000;
+	(void)log_flood(&worker_flood_starved, CONFIG_LOG_ERROR, "accept "
+	    "failed: %s; not accepting for %d ms, serving on",
+	    strerror(err), LISTEN_ACCEPT_PAUSE_MS);
+}
+
+/* Puts fd back in the wait; one that is there already counts. */
+static int
+worker_epoll_readd(int fd)
+{
+	return worker_epoll_add(fd, EPOLLIN | EPOLLEXCLUSIVE) == 0 ||
+	    errno == EEXIST ? 0 : -1;
+}
+
+/* Ends a pause that is over; returns the ms it has left, or -1. */
+static int
+worker_accept_resume(struct worker_ctx *w)
+{
+	int64_t left;
+
+	if (w->accept_paused_us == 0)
+		return -1;
+	if ((left = w->accept_paused_us - clock_now_us()) > 0)
+		return (int)((left + 999) / 1000);
+	if (worker_epoll_readd(w->listen_fd) == -1 ||
+	    worker_epoll_readd(w->wake_fd) == -1) {
+		worker_accept_pause(w, errno);	/* try again later */
+		return LISTEN_ACCEPT_PAUSE_MS;
+	}
+	w->accept_paused_us = 0;
+	return -1;
+}
+
 /* One wait's outcome (keep.h's struct keep_seen) and the database. */
 static void
 worker_wait(struct worker_ctx *w, struct keep_seen *seen)
@@ -637,11 +688,14 @@ worker_wait(struct worker_ctx *w, struct keep_seen *seen)
 	ms = worker_db_up(w->db) ? WORKER_IDLE_CHECK_MS : WORKER_DB_RETRY_MS;
 	if ((rel = worker_released_expire(w)) != -1 && rel < ms)
 		ms = rel;
+	if ((rel = worker_accept_resume(w)) != -1 && rel < ms)
+		ms = rel;
 	n = epoll_pwait(worker_epfd, ev, WORKER_MAX_EVENTS, ms,
 	    &worker_waitmask);
 	seen->stopping = worker_stop;
-	/* Poked or timed out: look at the socket anyway (EAGAIN is cheap). */
-	seen->listen_ready = n <= 0;
+	/* Poked or timed out: look at the socket anyway (EAGAIN is cheap),
+	 * unless out of descriptors. */
+	seen->listen_ready = n <= 0 && w->accept_paused_us == 0;
 	for (i = 0; i < n; i++) {
 		fd = ev[i].data.fd;
 		if (fd == w->listen_fd)
@@ -662,12 +716,13 @@ worker_wait(struct worker_ctx *w, struct keep_seen *seen)
 	sb_worker_db(w->slot, worker_db_up(w->db));
 }
 
-/* accept4 errors that concern one connection, not the socket. */
+/* accept4 errors that concern one connection, not the socket (the
+ * connection is gone; starvation, which leaves it queued, is not). */
 static int
 worker_accept_transient(int err)
 {
 	return err == EAGAIN || err == EINTR || err == ECONNABORTED ||
-	    err == EPROTO || err == EPERM || err == ENOBUFS || err == ENOMEM;
+	    err == EPROTO || err == EPERM;
 }
 
 /* Acts on one wait's plan (keep.h). Returns -1 if the listen socket
@@ -695,6 +750,10 @@ worker_act(struct worker_ctx *w, const struct keep_seen *seen)
 		/* Another worker was quicker: EAGAIN, wait again. */
 		if (worker_accept_transient(errno))
 			return 0;
+		if (listen_accept_starved(errno)) {
+			worker_accept_pause(w, errno);
+			return 0;
+		}
 		log_err("%s: accept failed: %s", __func__, strerror(errno));
 		return -1;
 	}
@@ -717,6 +776,7 @@ worker_drain(struct worker_ctx *w)
 
 	(void)epoll_ctl(worker_epfd, EPOLL_CTL_DEL, w->listen_fd, NULL);
 	(void)epoll_ctl(worker_epfd, EPOLL_CTL_DEL, w->wake_fd, NULL);
+	w->accept_paused_us = 0;	/* and they stay out */
 	w->draining = 1;
 	worker_release_held(w);
 	while (w->nreleased > 0) {
