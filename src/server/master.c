@@ -87,6 +87,8 @@ struct master {
 	/* Failures the loop meets at every pass while they last: one line
 	 * per LOG_FLOOD_INTERVAL_US each. */
 	struct log_flood	 flood_poll, flood_fork, flood_kick;
+	int64_t			 next_maintain_us; /* master_maintain()'s */
+	int			 kicked;	/* a worker wrote the eventfd */
 };
 
 static volatile sig_atomic_t sig_chld, sig_term, sig_int, sig_hup,
@@ -715,9 +717,12 @@ master_maintain(struct master *m)
 	}
 }
 
-static void
+/* Acts on the signals that came; returns 1 if any did. */
+static int
 master_handle_flags(struct master *m)
 {
+	int any = sig_chld || sig_int || sig_term || sig_usr1 || sig_hup;
+
 	if (sig_chld) {
 		sig_chld = 0;
 		master_reap(m);
@@ -742,6 +747,7 @@ master_handle_flags(struct master *m)
 		if (m->stop == MASTER_RUNNING)
 			master_reload(m);
 	}
+	return any;
 }
 
 static int
@@ -818,9 +824,38 @@ master_read_kicks(struct master *m)
 {
 	uint64_t kicks;
 
+	m->kicked = 1;
 	if (read(m->kick_fd, &kicks, sizeof(kicks)) == -1 && errno != EAGAIN)
 		log_flood(&m->flood_kick, CONFIG_LOG_ERROR, "%s: read(eventfd) "
 		    "failed: %s", __func__, strerror(errno));
+}
+
+/*
+ * The pool's bookkeeping (master_maintain) runs when there is something
+ * to act on, a signal (signalled) or a worker's kick, or when its period
+ * is up; not at every byte of a status client, which would make one
+ * trickling client cost a whole pass per read.
+ */
+static void
+master_tick(struct master *m, int signalled)
+{
+	if (!signalled && !m->kicked && clock_now_us() < m->next_maintain_us)
+		return;
+	m->kicked = 0;
+	master_maintain(m);
+	m->next_maintain_us = clock_now_us() +
+	    (int64_t)master_timeout_ms(m) * 1000;
+}
+
+/* How long the next wait may be: to the next pass while running. */
+static int
+master_wait_ms(const struct master *m)
+{
+	int64_t left = m->next_maintain_us - clock_now_us();
+
+	if (m->stop != MASTER_RUNNING)
+		return master_timeout_ms(m);
+	return left <= 0 ? 0 : (int)((left + 999) / 1000);
 }
 
 static void
@@ -828,7 +863,7 @@ master_wait(struct master *m, const sigset_t *waitmask)
 {
 	struct pollfd pfd[ADMIN_POLL_FDS + 1];
 	struct pollfd *kick = &pfd[ADMIN_POLL_FDS];
-	int ms = master_timeout_ms(m), n, i, t;
+	int ms = master_wait_ms(m), n, i, t;
 	struct timespec ts;
 
 	for (i = 0; i < ADMIN_POLL_FDS; i++)
@@ -897,6 +932,7 @@ master_run(struct config *cfg, const struct app *const *apps,
 	struct master m;
 	sigset_t waitmask;
 	char where[160];
+	int signalled;
 
 	master_init(&m, cfg, apps, app, shared, config_path, children, ls,
 	    status_ls);
@@ -904,9 +940,9 @@ master_run(struct config *cfg, const struct app *const *apps,
 	log_notice("cfpm %s: %d workers on %s", PACKAGE_VERSION,
 	    m.cfg->max_children, listen_describe(ls, where, sizeof(where)));
 	for (;;) {
-		master_handle_flags(&m);
+		signalled = master_handle_flags(&m);
 		if (m.stop == MASTER_RUNNING)
-			master_maintain(&m);
+			master_tick(&m, signalled);
 		else if (master_live(&m) == 0)
 			break;
 		else if (!m.killed && clock_now_us() >= m.stop_deadline_us) {
