@@ -30,6 +30,17 @@ struct listen_sock {
 						   status socket's unit */
 
 /*
+ * At start, before anything opens a descriptor: closes every descriptor
+ * but stdin, stdout, stderr and the sockets systemd passes (LISTEN_FDS
+ * from fd 3, when LISTEN_PID is this process). Whatever else the
+ * starter left open (a shell's "exec 7</etc/shadow", a leaked pipe)
+ * would otherwise reach every worker, across the privilege drop and
+ * under the system-call filter. NOTIFY_SOCKET is a path, not a
+ * descriptor.
+ */
+void listen_close_inherited(void);
+
+/*
  * Takes the sockets systemd passed (LISTEN_PID must be this process and
  * LISTEN_FDS >= 1). The fd named LISTEN_FDNAME_STATUS in LISTEN_FDNAMES
  * is the status socket and goes to *status; the first other one is the
