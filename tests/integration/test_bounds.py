@@ -563,36 +563,47 @@ def describe_fds(pid, expect):
     return sorted(out)
 
 
-def check_fds(st, tap, c, how, sock, status_sock):
-    """The master's and each worker's descriptors, against what each
-    must hold."""
+def fd_expectations(st, c, sock, status_sock):
+    """readlink target -> what it is, for the descriptors cfpm may hold."""
     pg = os.path.join(st.pg.sockdir, ".s.PGSQL.%d" % st.pg.port)
     socks = unix_sockets()
     expect = {"/dev/null": "stdin", os.path.realpath(c.log): "log",
               "anon_inode:[eventfd]": "eventfd",
-              "anon_inode:[eventpoll]": "epoll"}
-    listen_ino = listening_inode(sock)
-    status_ino = listening_inode(status_sock)
-    expect["socket:[%s]" % listen_ino] = "pool socket"
-    expect["socket:[%s]" % status_ino] = "status socket"
+              "anon_inode:[eventpoll]": "epoll",
+              "socket:[%s]" % listening_inode(sock): "pool socket",
+              "socket:[%s]" % listening_inode(status_sock): "status socket"}
     for ino, (path, peer) in socks.items():
         if socks.get(peer, ("",))[0] == pg:
             expect["socket:[%d]" % ino] = "database"
-    master = describe_fds(c.pid, expect)
+    return expect
+
+
+def check_fds(st, tap, c, how, sock, status_sock):
+    """The master's and each worker's descriptors, against what each
+    must hold. A connection the readiness probe made may still be
+    closing: looked at again for up to 3 s."""
     want_master = sorted(["stdin", "log", "log", "pool socket",
                           "status socket", "eventfd", "eventfd"])
-    tap.ok(master == want_master, "%s: the master holds exactly stdin, "
-           "its log, the two listening sockets and the workers' two "
-           "eventfds" % how, "got %s" % master)
     want_worker = sorted(["stdin", "log", "log", "pool socket", "eventfd",
                           "eventfd", "epoll", "database"])
-    workers = c.workers()
-    bad = {p: d for p, d in ((p, describe_fds(p, expect)) for p in workers)
-           if d != want_worker}
-    tap.ok(len(workers) == POOL and not bad, "%s: each of the %d workers "
-           "holds exactly stdin, the log, the pool socket, the eventfds, "
-           "its epoll and its database connection" % (how, len(workers)),
-           "got %s" % bad)
+    seen = {}
+
+    def look():
+        expect = fd_expectations(st, c, sock, status_sock)
+        seen["master"] = describe_fds(c.pid, expect)
+        seen["workers"] = {p: describe_fds(p, expect) for p in c.workers()}
+        seen["bad"] = {p: d for p, d in seen["workers"].items()
+                       if d != want_worker}
+        return seen["master"] == want_master and not seen["bad"] and \
+            len(seen["workers"]) == POOL
+    ct.wait_for(look, 3, 0.2)
+    tap.ok(seen["master"] == want_master, "%s: the master holds exactly "
+           "stdin, its log, the two listening sockets and the workers' two "
+           "eventfds" % how, "got %s" % seen["master"])
+    tap.ok(len(seen["workers"]) == POOL and not seen["bad"], "%s: each of "
+           "the %d workers holds exactly stdin, the log, the pool socket, "
+           "the eventfds, its epoll and its database connection" %
+           (how, len(seen["workers"])), "got %s" % seen["bad"])
 
 
 def fcgi_ready(path, c, timeout=15):
