@@ -257,6 +257,15 @@ fcgi_scan(const unsigned char *p, size_t n, struct fcgi_scan *s)
 	fcgi_scan_more(p, n, s);
 }
 
+int
+fcgi_scan_same(const struct fcgi_scan *a, const struct fcgi_scan *b)
+{
+	return a->status == b->status && a->len == b->len && a->id == b->id &&
+	    a->keep_conn == b->keep_conn && a->params_len == b->params_len &&
+	    a->stdin_len == b->stdin_len &&
+	    a->body_too_large == b->body_too_large && a->why == b->why;
+}
+
 size_t
 fcgi_scan_conn(const unsigned char *p, size_t n, struct fcgi_scan *s,
     int *mgmt, int (*answer)(void *, const unsigned char *, size_t),

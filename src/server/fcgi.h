@@ -117,6 +117,13 @@ void fcgi_scan_more(const unsigned char *p, size_t n, struct fcgi_scan *s);
 void fcgi_scan(const unsigned char *p, size_t n, struct fcgi_scan *s);
 
 /*
+ * 1 if a and b hold the same verdict: every field above the scan's
+ * place (status, len, id, keep_conn, the sizes, body_too_large, why),
+ * which is all a caller may read; 0 otherwise.
+ */
+int fcgi_scan_same(const struct fcgi_scan *a, const struct fcgi_scan *b);
+
+/*
  * fcgi_scan_more() for a connection whose management records (which
  * only come before a request) are answered as they come whole: each one
  * first in p is handed to answer(arg, rec, len), which replies, and the

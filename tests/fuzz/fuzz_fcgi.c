@@ -48,16 +48,6 @@ check_request(const unsigned char *p, const struct fcgi_scan *s)
 	free(params);
 }
 
-/* 1 if the two verdicts agree in every field the callers read. */
-static int
-same_verdict(const struct fcgi_scan *a, const struct fcgi_scan *b)
-{
-	return a->status == b->status && a->len == b->len && a->id == b->id &&
-	    a->keep_conn == b->keep_conn && a->params_len == b->params_len &&
-	    a->stdin_len == b->stdin_len &&
-	    a->body_too_large == b->body_too_large && a->why == b->why;
-}
-
 /* Resumed scans of p against s, the scan of all of it from the start. */
 static void
 check_resume(const unsigned char *p, size_t size, const struct fcgi_scan *s)
@@ -71,12 +61,12 @@ check_resume(const unsigned char *p, size_t size, const struct fcgi_scan *s)
 		fcgi_scan_more(p, n < size ? n : size, &r);
 	}
 	fcgi_scan_more(p, size, &r);
-	if (!same_verdict(&r, s))
+	if (!fcgi_scan_same(&r, s))
 		abort();
 	fcgi_scan_start(&r);
 	for (n = 0; n <= size; n++)
 		fcgi_scan_more(p, n, &r);
-	if (!same_verdict(&r, s))
+	if (!fcgi_scan_same(&r, s))
 		abort();
 }
 

@@ -202,12 +202,31 @@ static const struct {
 	    { { FCGI_PARAMS, 1, "\x81\x00", 2 }, { FCGI_PARAMS, 1, "", 0 } } },
 };
 
+/* Violation case i in s, the standard parameters' record padded by pad. */
+static void
+put_violation(struct stream *s, size_t i, const unsigned char *params,
+    size_t plen, unsigned pad)
+{
+	const struct t_rec *r;
+	size_t k;
+
+	s->len = 0;
+	if (t_violations[i].begun)
+		put_begin(s, 1, FCGI_RESPONDER, 0);
+	for (k = 0; k < 3 && t_violations[i].recs[k].type != 0; k++) {
+		r = &t_violations[i].recs[k];
+		if (strcmp(r->content, "@") == 0)
+			put(s, r->type, r->id, params, plen, pad);
+		else
+			put(s, r->type, r->id, r->content, r->clen, 0);
+	}
+}
+
 static void
 test_violations(struct stream *s)
 {
 	unsigned char params[256];
-	size_t plen = std_params(params), i, k;
-	const struct t_rec *r;
+	size_t plen = std_params(params), i;
 
 	s->len = 0;
 	request(s, 1, params, plen, 64, NULL, 0);
@@ -216,16 +235,7 @@ test_violations(struct stream *s)
 	s->p[0] = 2;
 	expect_invalid(s, "version 2");
 	for (i = 0; i < sizeof(t_violations) / sizeof(t_violations[0]); i++) {
-		s->len = 0;
-		if (t_violations[i].begun)
-			put_begin(s, 1, FCGI_RESPONDER, 0);
-		for (k = 0; k < 3 && t_violations[i].recs[k].type != 0; k++) {
-			r = &t_violations[i].recs[k];
-			if (strcmp(r->content, "@") == 0)
-				put(s, r->type, r->id, params, plen, 0);
-			else
-				put(s, r->type, r->id, r->content, r->clen, 0);
-		}
+		put_violation(s, i, params, plen, 0);
 		expect_invalid(s, t_violations[i].what);
 	}
 }
@@ -443,16 +453,6 @@ test_large_reply(void)
 }
 
 
-/* The verdict's fields (not the place it keeps): 1 if a and b agree. */
-static int
-same_verdict(const struct fcgi_scan *a, const struct fcgi_scan *b)
-{
-	return a->status == b->status && a->len == b->len && a->id == b->id &&
-	    a->keep_conn == b->keep_conn && a->params_len == b->params_len &&
-	    a->stdin_len == b->stdin_len &&
-	    a->body_too_large == b->body_too_large && a->why == b->why;
-}
-
 /*
  * The stream scanned from the start, against: resumed after every single
  * split point, resumed byte by byte, and resumed at a few random points
@@ -473,13 +473,13 @@ resume_disagreements(const struct stream *s, unsigned seed, size_t *tries)
 		fcgi_scan_start(&r);
 		fcgi_scan_more(s->p, k, &r);
 		fcgi_scan_more(s->p, s->len, &r);
-		bad += !same_verdict(&r, &whole);
+		bad += !fcgi_scan_same(&r, &whole);
 		++*tries;
 	}
 	fcgi_scan_start(&r);
 	for (k = 0; k <= s->len; k++)
 		fcgi_scan_more(s->p, k, &r);
-	bad += !same_verdict(&r, &whole);
+	bad += !fcgi_scan_same(&r, &whole);
 	++*tries;
 	srandom(seed);
 	for (round = 0; round < 64; round++) {
@@ -487,7 +487,7 @@ resume_disagreements(const struct stream *s, unsigned seed, size_t *tries)
 		for (n = 0; n < s->len; n += (size_t)random() % 23)
 			fcgi_scan_more(s->p, n, &r);
 		fcgi_scan_more(s->p, s->len, &r);
-		bad += !same_verdict(&r, &whole);
+		bad += !fcgi_scan_same(&r, &whole);
 		++*tries;
 	}
 	return bad;
@@ -499,7 +499,6 @@ test_resume(struct stream *s)
 {
 	unsigned char params[256], mgmt[64];
 	size_t plen = std_params(params), tries = 0, bad = 0, chunk, i, k;
-	const struct t_rec *r;
 
 	for (chunk = 1; chunk <= plen; chunk += chunk < 4 ? 1 : 29) {
 		s->len = 0;
@@ -510,16 +509,7 @@ test_resume(struct stream *s)
 	s->len += 8;
 	bad += resume_disagreements(s, 1, &tries);	/* bytes after it */
 	for (i = 0; i < sizeof(t_violations) / sizeof(t_violations[0]); i++) {
-		s->len = 0;
-		if (t_violations[i].begun)
-			put_begin(s, 1, FCGI_RESPONDER, 0);
-		for (k = 0; k < 3 && t_violations[i].recs[k].type != 0; k++) {
-			r = &t_violations[i].recs[k];
-			if (strcmp(r->content, "@") == 0)
-				put(s, r->type, r->id, params, plen, 3);
-			else
-				put(s, r->type, r->id, r->content, r->clen, 0);
-		}
+		put_violation(s, i, params, plen, 3);
 		bad += resume_disagreements(s, (unsigned)i, &tries);
 	}
 	s->len = 0;
