@@ -364,9 +364,11 @@ master_begin_stop(struct master *m, enum master_stop how)
 }
 
 /*
- * Raises the soft RLIMIT_NOFILE to what cfg needs (nofile.h), which the
- * workers inherit. The hard limit was checked with the configuration
- * (preflight_config): a load that could not be held never gets here.
+ * Raises the soft RLIMIT_NOFILE to the hard one when it is below what
+ * cfg needs (nofile.h): the workers inherit it, with all the room the
+ * hard limit gives (the count has a margin, not a guarantee). The hard
+ * limit was checked with the configuration (preflight_config): a load
+ * that it could not hold never gets here.
  */
 static void
 master_nofile(const struct config *cfg)
@@ -380,14 +382,14 @@ master_nofile(const struct config *cfg)
 	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= n.total)
 		return;
 	was = rl.rlim_cur;
-	rl.rlim_cur = n.total;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? n.total : rl.rlim_max;
 	if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
-		log_err("%s: setrlimit(RLIMIT_NOFILE, %u) failed: %s", __func__,
-		    n.total, strerror(errno));
+		log_err("%s: setrlimit(RLIMIT_NOFILE, %llu) failed: %s",
+		    __func__, (unsigned long long)rl.rlim_cur, strerror(errno));
 	else
-		log_notice("RLIMIT_NOFILE: soft limit raised from %llu to %u, "
-		    "what this configuration needs", (unsigned long long)was,
-		    n.total);
+		log_notice("RLIMIT_NOFILE: soft limit raised from %llu to %llu "
+		    "(this configuration needs %u)", (unsigned long long)was,
+		    (unsigned long long)rl.rlim_cur, n.total);
 }
 
 /*

@@ -184,7 +184,7 @@ preflight_log(const char *key, const char *path,
 
 /*
  * RLIMIT_NOFILE's hard limit holds what the configuration needs
- * (nofile.h); the soft one the master raises itself (master.c). A limit
+ * (nofile.h); the soft one the master raises to it (master.c). A limit
  * that cannot hold it would make the master's poll fail on every call or
  * the workers' accepts fail while connections wait: refused here.
  */

@@ -30,7 +30,8 @@ int preflight_may(const struct stat *st, uid_t uid, gid_t gid, int want);
  * What every load checks: listen.owner/group and
  * pm.status_listen.owner/group name existing users and groups;
  * RLIMIT_NOFILE's hard limit holds the descriptors the configuration
- * needs (nofile.h; the master raises the soft one to it); error_log
+ * needs (nofile.h; the master raises the soft one to the hard one when
+ * it is lower); error_log
  * (a path) and access.log are in an existing directory that this process
  * can write, and an existing file there is a regular file (not a link)
  * it can write. When ids->drop and the workers' uid/gid could not reopen
