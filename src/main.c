@@ -101,6 +101,8 @@ main(int argc, char *argv[])
 	void *shared = NULL;
 	int ch, test = 0, children = 0;
 
+	/* Nothing the starter left open reaches a worker (listen.h). */
+	listen_close_inherited();
 	while ((ch = getopt_long(argc, argv, "c:n:tRhv", main_options,
 	    NULL)) != -1) {
 		switch (ch) {

@@ -21,6 +21,12 @@ static unsigned char conn_body[FCGI_MAX_STDIN];
 static struct log_flood conn_flood_stall, conn_flood_invalid,
     conn_flood_early, conn_flood_large;
 
+/* What a management record's answer needs (fcgi_scan_conn's arg). */
+struct conn_reader {
+	int			 fd;
+	const struct conn_policy *pol;
+};
+
 int
 conn_listen_prepare(int listen_fd)
 {
@@ -74,8 +80,10 @@ conn_send(int fd, const void *buf, size_t len, int timeout_ms)
 		 * never waits, and reads no clock). */
 		if (deadline == 0)
 			deadline = clock_now_us() + (int64_t)timeout_ms * 1000;
-		if (!conn_poll(fd, POLLOUT, deadline))
+		if (!conn_poll(fd, POLLOUT, deadline)) {
+			errno = ETIMEDOUT;
 			return -1;
+		}
 	}
 	return 0;
 }
@@ -88,17 +96,18 @@ conn_release(int fd, unsigned id)
 	return conn_send(fd, rec, fcgi_release(id, rec), 0);
 }
 
-/* The management record at the start of the buffer: answer it. */
+/* fcgi_scan_conn()'s answer: one management record, replied to. */
 static int
-conn_management(int fd, size_t len, const struct conn_policy *pol)
+conn_management(void *arg, const unsigned char *rec, size_t len)
 {
+	const struct conn_reader *rd = arg;
 	unsigned char reply[FCGI_MAX_MGMT_REPLY];
 	size_t rlen;
 
-	rlen = fcgi_management_reply(conn_buf, len, pol->max_conns, reply);
+	rlen = fcgi_management_reply(rec, len, rd->pol->max_conns, reply);
 	if (rlen == 0)
 		return -1;
-	return conn_send(fd, reply, rlen, pol->read_timeout_ms);
+	return conn_send(rd->fd, reply, rlen, rd->pol->write_timeout_ms);
 }
 
 /*
@@ -115,7 +124,7 @@ conn_refuse_large(int fd, const struct fcgi_scan *s,
 	size_t dropped = 0;
 	ssize_t n;
 
-	if (conn_send(fd, out, fcgi_refusal(s, out), pol->read_timeout_ms)
+	if (conn_send(fd, out, fcgi_refusal(s, out), pol->write_timeout_ms)
 	    == -1)
 		return;
 	shutdown(fd, SHUT_WR);
@@ -139,28 +148,40 @@ conn_log_scan(const struct fcgi_scan *s, size_t n)
 }
 
 /*
- * Answers and drops the management records at the start of the buffer.
- * Returns 0 with s describing what follows, or -1 (s->why says why).
+ * Scans what arrived since the last call, answering and dropping the
+ * management records in front of the request: one move per read,
+ * however many it held, and at most FCGI_MAX_MGMT_RECORDS moves per
+ * connection, so the moves too stay linear in the bytes received. s
+ * then describes what follows.
  */
-static int
-conn_scan(int fd, size_t *have, int *mgmt, struct fcgi_scan *s,
-    const struct conn_policy *pol)
+static void
+conn_scan(const struct conn_reader *rd, size_t *have, int *mgmt,
+    struct fcgi_scan *s)
 {
-	for (;;) {
-		fcgi_scan(conn_buf, *have, s);
-		if (s->status != FCGI_SCAN_MANAGEMENT)
-			return 0;
-		if (++*mgmt > FCGI_MAX_MGMT_RECORDS) {
-			s->why = "too many management records";
-			return -1;
-		}
-		if (conn_management(fd, s->len, pol) == -1) {
-			s->why = "a malformed management record";
-			return -1;
-		}
-		*have -= s->len;
-		memmove(conn_buf, conn_buf + s->len, *have);
+	size_t off;
+
+	off = fcgi_scan_conn(conn_buf, *have, s, mgmt, conn_management,
+	    (void *)rd);
+	if (off > 0) {
+		*have -= off;
+		memmove(conn_buf, conn_buf + off, *have);
 	}
+}
+
+/*
+ * A trickling client (fcgi_trickle_next): ms without reading, never past
+ * deadline_us, so that its bytes pile up.
+ */
+static void
+conn_trickle_pause(int ms, int64_t deadline_us)
+{
+	int64_t left = deadline_us - clock_now_us();
+
+	if (left <= 0)
+		return;
+	if (left < (int64_t)ms * 1000)
+		ms = (int)((left + 999) / 1000);
+	(void)poll(NULL, 0, ms);
 }
 
 /* What one non-blocking read gave: bytes, 0 nothing yet, -1 gone. */
@@ -183,11 +204,15 @@ conn_read_request(int fd, int kept, struct fcgi_request *fr,
 {
 	int64_t deadline = clock_now_us() +
 	    (int64_t)pol->read_timeout_ms * 1000;
+	struct conn_reader rd = { fd, pol };
 	size_t have = 0;
+	struct fcgi_trickle trickle = { 0, 0, 0 };
+	int wait_ms = 0;
 	int mgmt = 0;
 	struct fcgi_scan s;
 	ssize_t n;
 
+	fcgi_scan_start(&s);
 	for (;;) {
 		if ((n = conn_recv(fd, have)) == -1) {
 			if (have == 0 && mgmt == 0 && kept)
@@ -197,10 +222,7 @@ conn_read_request(int fd, int kept, struct fcgi_request *fr,
 		if (n == 0 && have == 0 && mgmt == 0 && kept)
 			return CONN_READ_NOTHING;
 		have += (size_t)n;
-		if (conn_scan(fd, &have, &mgmt, &s, pol) == -1) {
-			conn_log_scan(&s, have);
-			goto close;
-		}
+		conn_scan(&rd, &have, &mgmt, &s);
 		if (s.status == FCGI_SCAN_REQUEST && s.len == have) {
 			fcgi_request_gather(conn_buf, &s, conn_params,
 			    conn_body, fr);
@@ -218,7 +240,12 @@ conn_read_request(int fd, int kept, struct fcgi_request *fr,
 				conn_refuse_large(fd, &s, pol);
 			goto close;
 		}
-		if (n == 0 && !conn_poll(fd, POLLIN | POLLRDHUP, deadline))
+		if (n > 0)
+			wait_ms = fcgi_trickle_next(&trickle, (size_t)n);
+		if (n > 0 && wait_ms > 0)
+			conn_trickle_pause(wait_ms, deadline);
+		else if (n == 0 &&
+		    !conn_poll(fd, POLLIN | POLLRDHUP, deadline))
 			break;
 	}
 	log_flood(&conn_flood_stall, CONFIG_LOG_WARNING,

@@ -4,10 +4,15 @@
  * cfpm reads and writes FastCGI itself; no library sees a client's
  * bytes. A connection is non-blocking. A request is read whole before it
  * is served: conn_read_request() reads what has arrived (one recv() when
- * nginx wrote the request at once, the usual case), has fcgi_scan()
- * check it, answers management records, and waits for the rest at most
- * request_read_timeout from the request's first byte. A reply is framed
- * whole and sent with one write (http.c, conn_send()).
+ * nginx wrote the request at once, the usual case), has fcgi_scan_more()
+ * check what is new (the scan keeps its place, so a request split into
+ * tiny records and sends costs work in proportion to its bytes), answers
+ * management records, and waits for the rest at most
+ * request_read_timeout from the request's first byte; a client that
+ * trickles is read only every so often (fcgi_trickle_next), not at
+ * every byte. A reply is
+ * framed whole and sent with one write (http.c, conn_send()), given up
+ * at request_write_timeout.
  *
  * nginx's fastcgi_keep_conn: a connection whose request asked for it may
  * be kept after the reply, for the next request nginx sends on it. The
@@ -27,7 +32,8 @@
 
 struct conn_policy {
 	int		read_timeout_ms;	/* a request's first byte to its
-						   last; also bounds each reply */
+						   last */
+	int		write_timeout_ms;	/* bounds each reply, in all */
 	unsigned	max_conns;		/* FCGI_MAX_CONNS we announce */
 };
 
@@ -67,8 +73,10 @@ enum conn_read conn_read_request(int fd, int kept, struct fcgi_request *fr,
 
 /*
  * Writes len bytes to fd, waiting while the socket is full for at most
- * timeout_ms in all. Returns 0, or -1 if the peer went away or the time
- * ran out (the connection must then be closed).
+ * timeout_ms in all (from the first wait: a reply the socket takes at
+ * once reads no clock). Returns 0, or -1 and the connection must be
+ * closed: errno ETIMEDOUT when the time ran out with bytes unsent (a
+ * client that does not read), another errno when the peer went away.
  */
 int conn_send(int fd, const void *buf, size_t len, int timeout_ms);
 

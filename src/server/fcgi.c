@@ -23,20 +23,6 @@ struct fcgi_rec {
 	const unsigned char *content;
 };
 
-/*
- * Name-value pairs read across record boundaries: a length is 1 byte
- * (high bit clear) or 4 (high bit set, 31 bits); a name must not be
- * empty.
- */
-struct fcgi_pairs {
-	int		field;		/* 0 name length, 1 value length,
-					   2 name bytes, 3 value bytes */
-	unsigned char	lenbuf[4];
-	size_t		lenhave;
-	size_t		skip;		/* bytes left in a name or value */
-	size_t		value_len;
-};
-
 static void
 fcgi_rec_decode(const unsigned char *h, struct fcgi_rec *r)
 {
@@ -210,50 +196,127 @@ fcgi_scan_stream(const struct fcgi_rec *r, int *stage, struct fcgi_pairs *pairs,
 }
 
 void
-fcgi_scan(const unsigned char *p, size_t n, struct fcgi_scan *s)
+fcgi_scan_start(struct fcgi_scan *s)
 {
-	struct fcgi_pairs pairs;
-	struct fcgi_rec r;
-	size_t pos = 0;
-	int stage = 0, rc;
-
 	memset(s, 0, sizeof(*s));
-	memset(&pairs, 0, sizeof(pairs));
-	while (n - pos >= FCGI_HEADER_SIZE) {
-		if (p[pos] != FCGI_VERSION_1) {
+	s->status = FCGI_SCAN_PARTIAL;
+}
+
+/*
+ * The records after s->pos, each looked at once: s->pos moves past every
+ * whole record taken, so a later call starts where this one stopped.
+ */
+void
+fcgi_scan_more(const unsigned char *p, size_t n, struct fcgi_scan *s)
+{
+	struct fcgi_rec r;
+	int rc;
+
+	if (s->status != FCGI_SCAN_PARTIAL)
+		return;		/* a verdict is final */
+	while (n - s->pos >= FCGI_HEADER_SIZE) {
+		if (p[s->pos] != FCGI_VERSION_1) {
 			fcgi_scan_set(s, FCGI_SCAN_INVALID,
 			    "a record of an unknown version");
 			return;
 		}
-		fcgi_rec_decode(p + pos, &r);
-		if (pos + r.size > FCGI_MAX_REQUEST) {
-			s->body_too_large = stage == 2;
+		fcgi_rec_decode(p + s->pos, &r);
+		if (s->pos + r.size > FCGI_MAX_REQUEST) {
+			s->body_too_large = s->stage == 2;
 			fcgi_scan_set(s, FCGI_SCAN_TOO_LARGE,
 			    "a request over the size limit");
 			return;
 		}
-		if (n - pos < r.size)
-			break;		/* the record is not all here yet */
-		if (stage == 0 && r.id == 0) {
+		if (n - s->pos < r.size)
+			return;		/* the record is not all here yet */
+		if (s->stage == 0 && r.id == 0) {
 			s->len = r.size;
 			fcgi_scan_set(s, FCGI_SCAN_MANAGEMENT, NULL);
 			return;
 		}
-		if (stage == 0) {
+		if (s->stage == 0) {
 			rc = fcgi_scan_begin(&r, s);
-			stage = 1;
+			s->stage = 1;
 		} else
-			rc = fcgi_scan_stream(&r, &stage, &pairs, s);
+			rc = fcgi_scan_stream(&r, &s->stage, &s->pairs, s);
 		if (rc == -1)
 			return;
-		pos += r.size;
+		s->pos += r.size;
 		if (rc == 1) {
-			s->len = pos;
+			s->len = s->pos;
 			fcgi_scan_set(s, FCGI_SCAN_REQUEST, NULL);
 			return;
 		}
 	}
-	fcgi_scan_set(s, FCGI_SCAN_PARTIAL, NULL);
+}
+
+void
+fcgi_scan(const unsigned char *p, size_t n, struct fcgi_scan *s)
+{
+	fcgi_scan_start(s);
+	fcgi_scan_more(p, n, s);
+}
+
+int
+fcgi_scan_same(const struct fcgi_scan *a, const struct fcgi_scan *b)
+{
+	return a->status == b->status && a->len == b->len && a->id == b->id &&
+	    a->keep_conn == b->keep_conn && a->params_len == b->params_len &&
+	    a->stdin_len == b->stdin_len &&
+	    a->body_too_large == b->body_too_large && a->why == b->why;
+}
+
+size_t
+fcgi_scan_conn(const unsigned char *p, size_t n, struct fcgi_scan *s,
+    int *mgmt, int (*answer)(void *, const unsigned char *, size_t),
+    void *arg)
+{
+	size_t off = 0;
+
+	for (;;) {
+		fcgi_scan_more(p + off, n - off, s);
+		if (s->status != FCGI_SCAN_MANAGEMENT)
+			return off;
+		if (++*mgmt > FCGI_MAX_MGMT_RECORDS) {
+			fcgi_scan_set(s, FCGI_SCAN_INVALID,
+			    "too many management records");
+			return off;
+		}
+		if (answer(arg, p + off, s->len) == -1) {
+			fcgi_scan_set(s, FCGI_SCAN_INVALID,
+			    "a management record it could not answer");
+			return off;
+		}
+		off += s->len;
+		fcgi_scan_start(s);
+	}
+}
+
+int
+fcgi_trickle_next(struct fcgi_trickle *t, size_t n)
+{
+	int longer = t->wait_ms >= FCGI_TRICKLE_MAX_MS / 2 ?
+	    FCGI_TRICKLE_MAX_MS : 2 * t->wait_ms;
+
+	if (n >= FCGI_TRICKLE_BYTES) {
+		memset(t, 0, sizeof(*t));
+		return 0;
+	}
+	if (t->wait_ms == 0)
+		t->wait_ms = FCGI_TRICKLE_MIN_MS;
+	else if (n < FCGI_TRICKLE_TINY) {
+		t->wait_ms = longer;	/* slow: waiting costs it nothing */
+		t->settled = 0;
+	} else if (!t->settled && n >= t->last + t->last / 2)
+		t->wait_ms = longer;	/* the wait still brings more */
+	else if (!t->settled) {
+		/* No more for a doubled wait: its buffer was full. */
+		t->wait_ms = t->wait_ms / 2 > FCGI_TRICKLE_FLOOR_MS ?
+		    t->wait_ms / 2 : FCGI_TRICKLE_FLOOR_MS;
+		t->settled = 1;
+	}
+	t->last = n;
+	return t->wait_ms;
 }
 
 void

@@ -43,6 +43,19 @@
 #define FCGI_MAX_REFUSAL	256		/* fcgi_refusal()'s answer */
 #define FCGI_MAX_MGMT_RECORDS	16		/* answered per connection */
 #define FCGI_RELEASE_SIZE	FCGI_HEADER_SIZE	/* fcgi_release() */
+/*
+ * A read of fewer than FCGI_TRICKLE_BYTES that leaves a request
+ * incomplete is a trickle: the reader (a worker, the master's status
+ * socket) waits before it reads that connection again, so the bytes pile
+ * up meanwhile and a client sending a byte at a time costs a wake-up per
+ * wait, not per byte (struct fcgi_trickle). nginx writes a request at
+ * once and never meets it.
+ */
+#define FCGI_TRICKLE_BYTES	512
+#define FCGI_TRICKLE_TINY	32	/* a read this small: a slow client */
+#define FCGI_TRICKLE_MIN_MS	1	/* the first wait */
+#define FCGI_TRICKLE_FLOOR_MS	20	/* the shortest once it settled */
+#define FCGI_TRICKLE_MAX_MS	1000
 /* Largest record a scan may have to see whole. */
 #define FCGI_MAX_RECORD		(FCGI_HEADER_SIZE + FCGI_MAX_CONTENT + 255)
 
@@ -54,6 +67,21 @@ enum fcgi_scan_status {
 	FCGI_SCAN_INVALID,	/* a protocol violation (why says which) */
 };
 
+/*
+ * Where a scan stands inside the name-value pairs of FCGI_PARAMS, which
+ * may be cut anywhere by record boundaries: a length is 1 byte (high bit
+ * clear) or 4 (high bit set, 31 bits); a name must not be empty. Part of
+ * struct fcgi_scan's place (fcgi.c's alone).
+ */
+struct fcgi_pairs {
+	int		field;		/* 0 name length, 1 value length,
+					   2 name bytes, 3 value bytes */
+	unsigned char	lenbuf[4];
+	size_t		lenhave;
+	size_t		skip;		/* bytes left in a name or value */
+	size_t		value_len;
+};
+
 struct fcgi_scan {
 	enum fcgi_scan_status	 status;
 	size_t			 len;		/* REQUEST, MANAGEMENT: bytes */
@@ -63,13 +91,77 @@ struct fcgi_scan {
 	size_t			 stdin_len;	/* body bytes seen */
 	int			 body_too_large; /* TOO_LARGE: the body's fault */
 	const char		*why;		/* static text, or NULL */
+	/* The scan's place, for fcgi_scan_more() (fcgi.c's alone). */
+	size_t			 pos;		/* bytes of whole records seen */
+	int			 stage;		/* 0 before BEGIN, 1 params,
+						   2 body */
+	struct fcgi_pairs	 pairs;
 };
 
 /*
- * Looks at the first n bytes a client sent on a connection (re-scan from
- * the start whenever more arrive) and fills s. Never reads past n.
+ * A scan that keeps its place, so that a request costs work in
+ * proportion to its bytes however they are split into records and
+ * reads. fcgi_scan_start() readies s for a connection's first byte.
+ * fcgi_scan_more() looks at the first n bytes the client sent (the same
+ * bytes as at the previous call, and maybe more: p may move, its
+ * contents may not), resuming after the last whole record it saw, and
+ * fills s as fcgi_scan() would from the start. Each record is looked at
+ * once; a partial record costs a header's look per call. A verdict
+ * other than PARTIAL is final: later calls leave s as it is. Never reads
+ * past n.
  */
+void fcgi_scan_start(struct fcgi_scan *s);
+void fcgi_scan_more(const unsigned char *p, size_t n, struct fcgi_scan *s);
+
+/* fcgi_scan_start(), then fcgi_scan_more() on the first n bytes. */
 void fcgi_scan(const unsigned char *p, size_t n, struct fcgi_scan *s);
+
+/*
+ * 1 if a and b hold the same verdict: every field above the scan's
+ * place (status, len, id, keep_conn, the sizes, body_too_large, why),
+ * which is all a caller may read; 0 otherwise.
+ */
+int fcgi_scan_same(const struct fcgi_scan *a, const struct fcgi_scan *b);
+
+/*
+ * fcgi_scan_more() for a connection whose management records (which
+ * only come before a request) are answered as they come whole: each one
+ * first in p is handed to answer(arg, rec, len), which replies, and the
+ * scan starts again after it. *mgmt counts them over the connection; past
+ * FCGI_MAX_MGMT_RECORDS, or when answer returns -1, s is INVALID (why
+ * says which). Returns the bytes of the management records answered,
+ * which the caller drops from the front of its buffer (s describes what
+ * follows them, with the scan's place relative to there).
+ */
+size_t fcgi_scan_conn(const unsigned char *p, size_t n, struct fcgi_scan *s,
+    int *mgmt, int (*answer)(void *arg, const unsigned char *rec,
+    size_t len), void *arg);
+
+/*
+ * How long a reader waits before it reads a trickling connection again.
+ * The first wait is FCGI_TRICKLE_MIN_MS, so a request written in a few
+ * small pieces at once (cgi-fcgi writes each record on its own) waits a
+ * millisecond. The wait then doubles, up to FCGI_TRICKLE_MAX_MS, while
+ * reads bring fewer than FCGI_TRICKLE_TINY bytes or half as many again
+ * as the one before: a slow client, which waiting longer costs nothing.
+ * When a doubled wait brought no more, the client's own socket buffer
+ * filled meanwhile (a unix socket holds 70 to 278 one-byte sends):
+ * waiting longer would only slow it down, so the wait goes back to half,
+ * at least FCGI_TRICKLE_FLOOR_MS, and stays there. A connection is thus
+ * read at most about request_read_timeout / FCGI_TRICKLE_FLOOR_MS times
+ * while it trickles, whatever its sends; a read of FCGI_TRICKLE_BYTES or
+ * more starts over.
+ */
+struct fcgi_trickle {
+	int		wait_ms;	/* before the next read, 0 none */
+	size_t		last;		/* what the previous read brought */
+	int		settled;	/* wait_ms found: held */
+};
+
+/* Zeroed to start. After a read of n bytes that left the request
+ * incomplete: the milliseconds to wait before reading again (0: as soon
+ * as bytes come). */
+int fcgi_trickle_next(struct fcgi_trickle *t, size_t n);
 
 /*
  * The answer to the management record rec (len bytes, as fcgi_scan found

@@ -4,6 +4,7 @@
  */
 #include "server/http.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,7 @@ http_flush(struct http_request *r)
 	if (r->out == NULL)
 		return -1;
 	rc = conn_send(r->fd, r->out, r->out_len, r->write_timeout_ms);
+	r->cut = rc == -1 && errno == ETIMEDOUT;
 	if (r->out_owned)
 		free(r->out);
 	r->out = NULL;

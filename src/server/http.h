@@ -59,6 +59,8 @@ struct http_request {
 						   (fcgi_release) */
 	int			 write_timeout_ms; /* bound on the reply */
 	int			 replied;	/* http_reply ran */
+	int			 cut;		/* http_flush gave the reply up
+						   at write_timeout_ms */
 	unsigned char		*out;		/* the framed reply, unsent */
 	size_t			 out_len;
 	int			 out_owned;	/* out was allocated */
@@ -114,8 +116,9 @@ int http_head(char *buf, size_t cap, int status, const char *content_type,
 
 /*
  * The server's, after the handler: sends the framed reply (bounded by
- * write_timeout_ms) and frees it. Returns 0, or -1 if there was none or
- * the client went away.
+ * write_timeout_ms in all) and frees it. Returns 0, or -1 if there was
+ * none, the client went away, or it did not take the reply in time
+ * (then r->cut is set: the reply was cut, the connection must close).
  */
 int http_flush(struct http_request *r);
 

@@ -104,22 +104,44 @@ listen_fdname(const char *names, long i, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", (int)(end ? end - p : (long)strlen(p)), p);
 }
 
+/* How many sockets systemd passes this process, from fd 3: LISTEN_FDS
+ * when LISTEN_PID is this process, else 0 (negative counts as 0). */
+static long
+listen_passed(void)
+{
+	const char *pid_s = getenv("LISTEN_PID"), *fds_s = getenv("LISTEN_FDS");
+	long nfds;
+
+	if (pid_s == NULL || fds_s == NULL ||
+	    strtol(pid_s, NULL, 10) != (long)getpid())
+		return 0;
+	nfds = strtol(fds_s, NULL, 10);
+	return nfds < 0 ? 0 : nfds;
+}
+
+void
+listen_close_inherited(void)
+{
+	long n = listen_passed();
+
+	/* More than LISTEN_MAX_FDS is refused by listen_from_systemd(). */
+	if (n > LISTEN_MAX_FDS)
+		n = LISTEN_MAX_FDS;
+	/* glibc's closefrom(): close_range(2), else /proc/self/fd. */
+	closefrom(LISTEN_SD_FD + (int)n);
+}
+
 int
 listen_from_systemd(struct listen_sock *pool, struct listen_sock *status)
 {
-	const char *pid_s = getenv("LISTEN_PID"), *fds_s = getenv("LISTEN_FDS");
 	const char *names = getenv("LISTEN_FDNAMES");
 	char name[LISTEN_MAX_FDNAME];
 	struct listen_sock *to;
-	long pid, nfds, i;
+	long nfds = listen_passed(), i;
 	int fd, rc = 0;
 
 	pool->fd = status->fd = -1;
-	if (pid_s == NULL || fds_s == NULL)
-		goto done;
-	pid = strtol(pid_s, NULL, 10);
-	nfds = strtol(fds_s, NULL, 10);
-	if (pid != (long)getpid() || nfds < 1)
+	if (nfds < 1)
 		goto done;
 	if (nfds > LISTEN_MAX_FDS) {
 		log_err("%s: LISTEN_FDS=%ld: more than %d sockets", __func__,
@@ -356,6 +378,13 @@ listen_accept(int fd, const struct allow_list *allowed)
 	(void)close(c);
 	errno = EAGAIN;
 	return -1;
+}
+
+int
+listen_accept_starved(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	    err == ENOMEM;
 }
 
 void

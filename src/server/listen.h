@@ -30,6 +30,17 @@ struct listen_sock {
 						   status socket's unit */
 
 /*
+ * At start, before anything opens a descriptor: closes every descriptor
+ * but stdin, stdout, stderr and the sockets systemd passes (LISTEN_FDS
+ * from fd 3, when LISTEN_PID is this process). Whatever else the
+ * starter left open (a shell's "exec 7</etc/shadow", a leaked pipe)
+ * would otherwise reach every worker, across the privilege drop and
+ * under the system-call filter. NOTIFY_SOCKET is a path, not a
+ * descriptor.
+ */
+void listen_close_inherited(void);
+
+/*
  * Takes the sockets systemd passed (LISTEN_PID must be this process and
  * LISTEN_FDS >= 1). The fd named LISTEN_FDNAME_STATUS in LISTEN_FDNAMES
  * is the status socket and goes to *status; the first other one is the
@@ -70,7 +81,6 @@ void listen_spec_status(const struct config *cfg, struct listen_spec *spec);
  */
 int listen_bind(struct listen_sock *ls, const struct listen_spec *spec);
 
-/* Closes the socket and removes the unix path if this process made it. */
 /*
  * Accepts one connection from the non-blocking listen socket fd: its
  * descriptor (non-blocking, close-on-exec), or -1 with errno (EAGAIN:
@@ -80,6 +90,18 @@ int listen_bind(struct listen_sock *ls, const struct listen_spec *spec);
  */
 int listen_accept(int fd, const struct allow_list *allowed);
 
+/*
+ * 1 if listen_accept() failed with err for want of descriptors or
+ * memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): the connection stays queued
+ * and the socket readable, so trying again at once would spin. The
+ * caller stops watching the socket for LISTEN_ACCEPT_PAUSE_MS and goes
+ * on serving what it holds.
+ */
+int listen_accept_starved(int err);
+
+#define LISTEN_ACCEPT_PAUSE_MS	100
+
+/* Closes the socket and removes the unix path if this process made it. */
 void listen_close(struct listen_sock *ls);
 
 /*

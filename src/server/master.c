@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "util/clock.h"
 #include "server/conn.h"
 #include "util/log.h"
+#include "server/nofile.h"
 #include "server/notify.h"
 #include "server/pool.h"
 #include "server/preflight.h"
@@ -83,6 +85,11 @@ struct master {
 	int64_t			 db_lost_us;	/* first seen lost */
 	int64_t			 db_back_us;	/* last "database back" */
 	uint64_t		 db_503_base;	/* 503s before the loss */
+	/* Failures the loop meets at every pass while they last: one line
+	 * per LOG_FLOOD_INTERVAL_US each. */
+	struct log_flood	 flood_poll, flood_fork, flood_kick;
+	int64_t			 next_maintain_us; /* master_maintain()'s */
+	int			 kicked;	/* a worker wrote the eventfd */
 };
 
 static volatile sig_atomic_t sig_chld, sig_term, sig_int, sig_hup,
@@ -219,7 +226,8 @@ master_spawn(struct master *m)
 	int idx;
 
 	if ((idx = scoreboard_free_slot(m->sb)) == -1) {
-		log_err("%s: scoreboard full", __func__);
+		log_flood(&m->flood_fork, CONFIG_LOG_ERROR, "%s: scoreboard "
+		    "full", __func__);
 		return -1;
 	}
 	slot = &m->sb->slots[idx];
@@ -237,7 +245,9 @@ master_spawn(struct master *m)
 	args.wake_fd = m->wake_fd;
 	switch ((pid = fork())) {
 	case -1:
-		log_err("%s: fork() failed: %s", __func__, strerror(errno));
+		/* Retried at the next pass (RLIMIT_NPROC, memory). */
+		log_flood(&m->flood_fork, CONFIG_LOG_ERROR, "%s: fork() failed: "
+		    "%s", __func__, strerror(errno));
 		scoreboard_release(m->sb, slot);
 		return -1;
 	case 0:
@@ -355,6 +365,35 @@ master_begin_stop(struct master *m, enum master_stop how)
 }
 
 /*
+ * Raises the soft RLIMIT_NOFILE to the hard one when it is below what
+ * cfg needs (nofile.h): the workers inherit it, with all the room the
+ * hard limit gives (the count has a margin, not a guarantee). The hard
+ * limit was checked with the configuration (preflight_config): a load
+ * that it could not hold never gets here.
+ */
+static void
+master_nofile(const struct config *cfg)
+{
+	struct nofile_need n;
+	struct rlimit rl;
+	rlim_t was;
+
+	nofile_need(cfg, &n);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 ||
+	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= n.total)
+		return;
+	was = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? n.total : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+		log_err("%s: setrlimit(RLIMIT_NOFILE, %llu) failed: %s",
+		    __func__, (unsigned long long)rl.rlim_cur, strerror(errno));
+	else
+		log_notice("RLIMIT_NOFILE: soft limit raised from %llu to %llu "
+		    "(this configuration needs %u)", (unsigned long long)was,
+		    (unsigned long long)rl.rlim_cur, n.total);
+}
+
+/*
  * A reload refused: logged, and said in STATUS= (systemctl status) until
  * a reload succeeds. systemd learns nothing else: no RELOADING=1 was
  * sent, and ExecReload's own exit status is the unit's to decide
@@ -406,6 +445,7 @@ master_reload(struct master *m)
 		    strerror(errno));
 	free(m->cfg);
 	m->cfg = next;
+	master_nofile(m->cfg);	/* before the new generation forks */
 	master_unload(m);	/* running workers keep their own copy */
 	m->shared = shared;
 	master_snapshot(m);
@@ -686,9 +726,12 @@ master_maintain(struct master *m)
 	}
 }
 
-static void
+/* Acts on the signals that came; returns 1 if any did. */
+static int
 master_handle_flags(struct master *m)
 {
+	int any = sig_chld || sig_int || sig_term || sig_usr1 || sig_hup;
+
 	if (sig_chld) {
 		sig_chld = 0;
 		master_reap(m);
@@ -713,6 +756,7 @@ master_handle_flags(struct master *m)
 		if (m->stop == MASTER_RUNNING)
 			master_reload(m);
 	}
+	return any;
 }
 
 static int
@@ -749,9 +793,38 @@ master_read_kicks(struct master *m)
 {
 	uint64_t kicks;
 
+	m->kicked = 1;
 	if (read(m->kick_fd, &kicks, sizeof(kicks)) == -1 && errno != EAGAIN)
-		log_err("%s: read(eventfd) failed: %s", __func__,
-		    strerror(errno));
+		log_flood(&m->flood_kick, CONFIG_LOG_ERROR, "%s: read(eventfd) "
+		    "failed: %s", __func__, strerror(errno));
+}
+
+/*
+ * The pool's bookkeeping (master_maintain) runs when there is something
+ * to act on, a signal (signalled) or a worker's kick, or when its period
+ * is up; not at every byte of a status client, which would make one
+ * trickling client cost a whole pass per read.
+ */
+static void
+master_tick(struct master *m, int signalled)
+{
+	if (!signalled && !m->kicked && clock_now_us() < m->next_maintain_us)
+		return;
+	m->kicked = 0;
+	master_maintain(m);
+	m->next_maintain_us = clock_now_us() +
+	    (int64_t)master_timeout_ms(m) * 1000;
+}
+
+/* How long the next wait may be: to the next pass while running. */
+static int
+master_wait_ms(const struct master *m)
+{
+	int64_t left = m->next_maintain_us - clock_now_us();
+
+	if (m->stop != MASTER_RUNNING)
+		return master_timeout_ms(m);
+	return left <= 0 ? 0 : (int)((left + 999) / 1000);
 }
 
 static void
@@ -759,7 +832,7 @@ master_wait(struct master *m, const sigset_t *waitmask)
 {
 	struct pollfd pfd[ADMIN_POLL_FDS + 1];
 	struct pollfd *kick = &pfd[ADMIN_POLL_FDS];
-	int ms = master_timeout_ms(m), n, i, t;
+	int ms = master_wait_ms(m), n, i, t;
 	struct timespec ts;
 
 	for (i = 0; i < ADMIN_POLL_FDS; i++)
@@ -773,8 +846,15 @@ master_wait(struct master *m, const sigset_t *waitmask)
 	ts.tv_sec = ms / 1000;
 	ts.tv_nsec = (long)(ms % 1000) * 1000000;
 	n = ppoll(pfd, ADMIN_POLL_FDS + 1, &ts, waitmask);
-	if (n == -1 && errno != EINTR)
-		log_err("%s: ppoll() failed: %s", __func__, strerror(errno));
+	if (n == -1 && errno != EINTR) {
+		/* EINVAL: RLIMIT_NOFILE lowered below the set under a running
+		 * pool. It fails at every call: wait the period all the same
+		 * (signals still come in, timeouts still run), never spin. */
+		log_flood(&m->flood_poll, CONFIG_LOG_ERROR, "%s: ppoll() of %d "
+		    "descriptors failed: %s; waiting without them", __func__,
+		    ADMIN_POLL_FDS + 1, strerror(errno));
+		n = ppoll(NULL, 0, &ts, waitmask);
+	}
 	if (n > 0 && (kick->revents & POLLIN))
 		master_read_kicks(m);
 	/* Deadlines run out with or without events. */
@@ -796,6 +876,7 @@ master_init(struct master *m, struct config *cfg,
 	*m = (struct master){ .cfg = own, .apps = apps, .app = app,
 	    .shared = shared, .config_path = config_path,
 	    .children = children, .ls = ls };
+	master_nofile(own);
 	if (conn_listen_prepare(ls->fd) == -1)
 		log_warn("listen socket: receive buffer: %s", strerror(errno));
 	if ((m->sb = scoreboard_create(MASTER_SLOTS)) == NULL)
@@ -820,6 +901,7 @@ master_run(struct config *cfg, const struct app *const *apps,
 	struct master m;
 	sigset_t waitmask;
 	char where[160];
+	int signalled;
 
 	master_init(&m, cfg, apps, app, shared, config_path, children, ls,
 	    status_ls);
@@ -827,9 +909,9 @@ master_run(struct config *cfg, const struct app *const *apps,
 	log_notice("cfpm %s: %d workers on %s", PACKAGE_VERSION,
 	    m.cfg->max_children, listen_describe(ls, where, sizeof(where)));
 	for (;;) {
-		master_handle_flags(&m);
+		signalled = master_handle_flags(&m);
 		if (m.stop == MASTER_RUNNING)
-			master_maintain(&m);
+			master_tick(&m, signalled);
 		else if (master_live(&m) == 0)
 			break;
 		else if (!m.killed && clock_now_us() >= m.stop_deadline_us) {

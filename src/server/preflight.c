@@ -10,9 +10,11 @@
 #include <netdb.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "server/nofile.h"
 #include "util/log.h"
 
 int
@@ -180,11 +182,38 @@ preflight_log(const char *key, const char *path,
 	return 0;
 }
 
+/*
+ * RLIMIT_NOFILE's hard limit holds what the configuration needs
+ * (nofile.h); the soft one the master raises to it (master.c). A limit
+ * that cannot hold it would make the master's poll fail on every call or
+ * the workers' accepts fail while connections wait: refused here.
+ */
+static int
+preflight_nofile(const struct config *cfg, const char *name, char *err,
+    size_t errlen)
+{
+	struct nofile_need n;
+	struct rlimit rl;
+
+	nofile_need(cfg, &n);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 ||
+	    rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= n.total)
+		return 0;
+	snprintf(err, errlen, "%s: RLIMIT_NOFILE: the hard limit %llu "
+	    "cannot hold the %u descriptors this configuration needs (a "
+	    "worker %u, the master %u, its poll set %u); raise it "
+	    "(LimitNOFILE= in the unit, ulimit -n)", name,
+	    (unsigned long long)rl.rlim_max, n.total, n.worker, n.master,
+	    n.master_poll);
+	return -1;
+}
+
 int
 preflight_config(const struct config *cfg, const struct sandbox_ids *ids,
     const char *name, char *err, size_t errlen)
 {
-	if (preflight_owners(cfg, name, err, errlen) == -1)
+	if (preflight_owners(cfg, name, err, errlen) == -1 ||
+	    preflight_nofile(cfg, name, err, errlen) == -1)
 		return -1;
 	if (strcmp(cfg->error_log, "stderr") != 0 &&
 	    strcmp(cfg->error_log, CONFIG_SYSLOG) != 0 &&

@@ -4,7 +4,8 @@
  * config_validate() checks what the text alone can tell; this module asks
  * the system: the users and groups the sockets name exist, a log file's
  * directory exists and the master can write there (and whether the
- * workers could reopen the file after a rotation: a warning), and (for
+ * workers could reopen the file after a rotation: a warning), the
+ * descriptor limit holds what the configuration needs, and (for
  * -t) each socket's directory exists and a TCP host resolves.
  */
 #ifndef CFPM_PREFLIGHT_H
@@ -27,7 +28,10 @@ int preflight_may(const struct stat *st, uid_t uid, gid_t gid, int want);
 
 /*
  * What every load checks: listen.owner/group and
- * pm.status_listen.owner/group name existing users and groups; error_log
+ * pm.status_listen.owner/group name existing users and groups;
+ * RLIMIT_NOFILE's hard limit holds the descriptors the configuration
+ * needs (nofile.h; the master raises the soft one to the hard one when
+ * it is lower); error_log
  * (a path) and access.log are in an existing directory that this process
  * can write, and an existing file there is a regular file (not a link)
  * it can write. When ids->drop and the workers' uid/gid could not reopen

@@ -133,7 +133,7 @@ scoreboard_sample(struct scoreboard *sb, unsigned generation,
 static int
 sb_phase_busy(int phase)
 {
-	return phase >= SB_READING && phase <= SB_WRITING;
+	return phase >= SB_READING && phase <= SB_SENDING;
 }
 
 void
@@ -253,6 +253,7 @@ scoreboard_totals(const struct scoreboard *sb, struct sb_totals *t)
 	t->max_active = __atomic_load_n(&src->max_active, __ATOMIC_RELAXED);
 	t->max_children_reached = __atomic_load_n(&src->max_children_reached,
 	    __ATOMIC_RELAXED);
+	t->replies_cut = __atomic_load_n(&src->replies_cut, __ATOMIC_RELAXED);
 	for (i = 0; i < SCOREBOARD_CLASSES; i++)
 		t->by_class[i] = __atomic_load_n(&src->by_class[i],
 		    __ATOMIC_RELAXED);
@@ -277,6 +278,12 @@ scoreboard_count(struct scoreboard *sb, int status)
 		    __ATOMIC_RELAXED);
 }
 
+void
+scoreboard_count_cut(struct scoreboard *sb)
+{
+	__atomic_add_fetch(&sb->totals.replies_cut, 1, __ATOMIC_RELAXED);
+}
+
 const char *
 scoreboard_reason_name(int reason)
 {
@@ -298,7 +305,7 @@ scoreboard_phase_name(int phase)
 		[SB_STARTING] = "Starting", [SB_IDLE] = "Idle",
 		[SB_READING] = "Reading", [SB_AUTH] = "Auth",
 		[SB_DB] = "Database", [SB_WRITING] = "Writing",
-		[SB_EXITING] = "Exiting",
+		[SB_SENDING] = "Sending", [SB_EXITING] = "Exiting",
 	};
 
 	if (phase < 0 || phase > SB_EXITING)

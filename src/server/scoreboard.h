@@ -21,13 +21,13 @@
  *    it zeroes it before fork() (scoreboard_claim) and after reaping
  *    (scoreboard_release). Any other process reads it only through
  *    scoreboard_read() and scoreboard_read_db_error().
- *  - In the totals, accepted, by_class, unavailable, active, max_active
- *    and max_children_reached are the workers' atomic updates
- *    (sb_worker_begin, sb_worker_phase, scoreboard_count; see PEAKS);
- *    every other total is the master's, stored atomically
- *    (scoreboard_add, scoreboard_sample, scoreboard_set_start); all are
- *    read through scoreboard_totals(). scoreboard->max_children is the
- *    master's, read by the workers.
+ *  - In the totals, accepted, by_class, unavailable, active, max_active,
+ *    max_children_reached and replies_cut are the workers' atomic updates
+ *    (sb_worker_begin, sb_worker_phase, scoreboard_count,
+ *    scoreboard_count_cut; see PEAKS); every other total is the master's,
+ *    stored atomically (scoreboard_add, scoreboard_sample,
+ *    scoreboard_set_start); all are read through scoreboard_totals().
+ *    scoreboard->max_children is the master's, read by the workers.
  *  - While the master clears a slot's worker part (claim, release) a
  *    worker's page may copy it half cleared: a page shows it as it is,
  *    as a torn request record (below), and acts on nothing it shows.
@@ -126,7 +126,11 @@ enum sb_phase {
 	SB_READING,		/* reading the request */
 	SB_AUTH,		/* verifying the token */
 	SB_DB,			/* waiting for PostgreSQL */
-	SB_WRITING,		/* sending the reply */
+	SB_WRITING,		/* the handler makes its reply */
+	SB_SENDING,		/* the reply goes out, within
+				   request_write_timeout (PHP-FPM's
+				   "Finishing"): the request is counted
+				   and logged already */
 	SB_EXITING,		/* leaving after its last request */
 };
 
@@ -207,6 +211,8 @@ struct sb_totals {
 	uint64_t	reloads;
 	uint64_t	max_children_reached;	/* times active reached
 						   max_children (PEAKS) */
+	uint64_t	replies_cut;		/* given up at
+						   request_write_timeout */
 	int		active;			/* workers in a request now */
 	unsigned	max_active;		/* most at once (PEAKS) */
 	unsigned	listen_queue_max;	/* most queued connections seen */
@@ -304,6 +310,10 @@ int scoreboard_busy(const struct sb_view *v);
 /* Worker. Adds one finished request with its HTTP status to the pool
  * totals (by class, and 503s on their own), atomically. */
 void scoreboard_count(struct scoreboard *sb, int status);
+
+/* Worker. A reply its client did not take within request_write_timeout
+ * was cut (the connection closed): one more in the pool's total. */
+void scoreboard_count_cut(struct scoreboard *sb);
 
 /* A fixed name for cfpm's phase ("Idle", "Reading", "Database", ...). */
 const char *scoreboard_phase_name(int phase);

@@ -208,6 +208,7 @@ status_state_name(int phase)
 	case SB_DB:
 		return "Running";
 	case SB_WRITING:
+	case SB_SENDING:
 		return "Finishing";
 	case SB_EXITING:
 		return "Ending";
@@ -311,6 +312,7 @@ pool_record(const struct status_view *v, const struct status_pool *p,
 	rec_num(r, "slow requests", STATUS_INT, (long long)t->slow);
 	rec_num(r, "terminated requests", STATUS_INT,
 	    (long long)t->terminated);
+	rec_num(r, "cut replies", STATUS_INT, (long long)t->replies_cut);
 	rec_num(r, "generation", STATUS_INT, v->generation);
 	rec_num(r, "reloads", STATUS_INT, (long long)t->reloads);
 	r->prefix = "responses";
@@ -795,6 +797,9 @@ status_openmetrics(struct buf *o, const struct status_view *v,
 	om_metric(o, "cfpm_terminated_requests_total", "counter",
 	    "Requests over request_terminate_timeout.",
 	    (long long)t->terminated);
+	om_metric(o, "cfpm_cut_replies_total", "counter",
+	    "Replies cut at request_write_timeout: the client did not read.",
+	    (long long)t->replies_cut);
 	om_metric(o, "cfpm_reloads_total", "counter", "Reloads.",
 	    (long long)t->reloads);
 	om_metric(o, "cfpm_generation", "gauge",

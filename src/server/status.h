@@ -79,7 +79,8 @@ const char *status_content_type(enum status_format fmt);
 /*
  * PURE. PHP-FPM's name for a worker's state, from cfpm's phase: Idle,
  * Reading headers, Running (checking the token, waiting for the
- * database), Finishing (writing the reply), Ending (leaving after its
+ * database), Finishing (making the reply, then sending it: a worker
+ * whose client reads slowly shows here, never Idle), Ending (leaving after its
  * last request); Starting before its first wait for a connection, which
  * PHP-FPM has no name for.
  */

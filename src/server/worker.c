@@ -204,6 +204,9 @@ struct worker_ctx {
 	struct worker_released	 released[KEEP_MAX_RELEASED];
 	unsigned		 nreleased;
 	int64_t			 queued_until_us; /* worker_queued()'s */
+	int64_t			 accept_paused_us; /* 0, or out of descriptors:
+						   listen_fd and wake_fd are
+						   out of the wait until then */
 };
 
 /* http_phase() lands here: the slot shows what the handler is doing. */
@@ -283,6 +286,9 @@ worker_dispatch(struct worker_ctx *w, struct http_request *r)
 	return w->app->handle(w->state, r);
 }
 
+/* Per condition, so that no client can make a line per request. */
+static struct log_flood worker_flood_gone, worker_flood_cut;
+
 static void
 worker_client_gone(const struct http_request *r, int cancelled)
 {
@@ -292,14 +298,25 @@ worker_client_gone(const struct http_request *r, int cancelled)
 
 	esc_text(m, sizeof(m), r->method, strlen(r->method));
 	esc_text(p, sizeof(p), r->path, r->path_len);
-	log_info("%s %s: client went away%s", m, p,
-	    cancelled ? "; statement cancelled" : "");
+	if (r->cut)
+		(void)log_flood(&worker_flood_cut, CONFIG_LOG_WARNING,
+		    "%s %s: cut a %zu-byte reply its client did not take "
+		    "within request_write_timeout (%d ms); connection closed",
+		    m, p, r->out_len, r->write_timeout_ms);
+	else
+		(void)log_flood(&worker_flood_gone, CONFIG_LOG_INFO,
+		    "%s %s: client went away%s", m, p,
+		    cancelled ? "; statement cancelled" : "");
 }
 
 /*
  * Serves one request read on fd; release ends the reply so that nginx
- * drops the connection (keep.h). Returns 0 when the reply went out, -1
- * when the connection must be closed.
+ * drops the connection (keep.h). The request is counted and logged
+ * before its reply goes out (the status page and the access log have it
+ * before the client does); the worker then shows SB_SENDING ("Finishing")
+ * until the client has taken the reply or request_write_timeout cut it.
+ * Returns 0 when the reply went out, -1 when the connection must be
+ * closed.
  */
 static int
 worker_serve(struct worker_ctx *w, int fd, const struct fcgi_request *fr,
@@ -315,7 +332,7 @@ worker_serve(struct worker_ctx *w, int fd, const struct fcgi_request *fr,
 		worker_timer(timeout);
 	http_request_init(&r, fd, fr);
 	r.release = release;
-	r.write_timeout_ms = w->pol.read_timeout_ms;
+	r.write_timeout_ms = w->pol.write_timeout_ms;
 	r.on_phase = worker_on_phase;
 	r.phase_arg = w;
 	sb_worker_begin(w->sb, slot, r.method, strlen(r.method), r.path,
@@ -334,12 +351,16 @@ worker_serve(struct worker_ctx *w, int fd, const struct fcgi_request *fr,
 	duration = clock_now_us() - start;
 	cpu = worker_cpu_since_last();
 	sb_worker_end(slot, r.status, duration, cpu);
-	sb_worker_phase(w->sb, slot, SB_IDLE);
+	sb_worker_phase(w->sb, slot, SB_SENDING);
 	worker_note_db(w);
 	scoreboard_count(w->sb, r.status);
 	worker_log_access(w->cfg, &r, duration, cpu);
 	/* Accounted for: now the client may have it. */
-	if ((rc = http_flush(&r)) == -1 || gone)
+	rc = http_flush(&r);
+	if (r.cut)
+		scoreboard_count_cut(w->sb);
+	sb_worker_phase(w->sb, slot, SB_IDLE);
+	if (rc == -1 || gone)
 		worker_client_gone(&r, gone);
 	return rc == -1 || gone ? -1 : 0;
 }
@@ -630,6 +651,54 @@ worker_serve_conn(struct worker_ctx *w, int fd, int kept, int queued)
 	return 1;
 }
 
+/*
+ * Out of descriptors or memory at accept (listen_accept_starved): the
+ * connection stays queued and the listen socket readable, so waiting on
+ * it again would spin. The worker takes the listen socket and the pool's
+ * wake eventfd (whose wake-ups it could not act on either) out of its
+ * wait for LISTEN_ACCEPT_PAUSE_MS and goes on serving its kept
+ * connection; the other workers take the queue meanwhile.
+ */
+static struct log_flood worker_flood_starved;
+
+static void
+worker_accept_pause(struct worker_ctx *w, int err)
+{
+	(void)epoll_ctl(worker_epfd, EPOLL_CTL_DEL, w->listen_fd, NULL);
+	(void)epoll_ctl(worker_epfd, EPOLL_CTL_DEL, w->wake_fd, NULL);
+	w->accept_paused_us = clock_now_us() + LISTEN_ACCEPT_PAUSE_MS * 1000;
+	(void)log_flood(&worker_flood_starved, CONFIG_LOG_ERROR, "accept "
+	    "failed: %s; not accepting for %d ms, serving on",
+	    strerror(err), LISTEN_ACCEPT_PAUSE_MS);
+}
+
+/* Puts fd back in the wait; one that is there already counts. */
+static int
+worker_epoll_readd(int fd)
+{
+	return worker_epoll_add(fd, EPOLLIN | EPOLLEXCLUSIVE) == 0 ||
+	    errno == EEXIST ? 0 : -1;
+}
+
+/* Ends a pause that is over; returns the ms it has left, or -1. */
+static int
+worker_accept_resume(struct worker_ctx *w)
+{
+	int64_t left;
+
+	if (w->accept_paused_us == 0)
+		return -1;
+	if ((left = w->accept_paused_us - clock_now_us()) > 0)
+		return (int)((left + 999) / 1000);
+	if (worker_epoll_readd(w->listen_fd) == -1 ||
+	    worker_epoll_readd(w->wake_fd) == -1) {
+		worker_accept_pause(w, errno);	/* try again later */
+		return LISTEN_ACCEPT_PAUSE_MS;
+	}
+	w->accept_paused_us = 0;
+	return -1;
+}
+
 /* One wait's outcome (keep.h's struct keep_seen) and the database. */
 static void
 worker_wait(struct worker_ctx *w, struct keep_seen *seen)
@@ -642,11 +711,14 @@ worker_wait(struct worker_ctx *w, struct keep_seen *seen)
 	ms = worker_db_up(w->db) ? WORKER_IDLE_CHECK_MS : WORKER_DB_RETRY_MS;
 	if ((rel = worker_released_expire(w)) != -1 && rel < ms)
 		ms = rel;
+	if ((rel = worker_accept_resume(w)) != -1 && rel < ms)
+		ms = rel;
 	n = epoll_pwait(worker_epfd, ev, WORKER_MAX_EVENTS, ms,
 	    &worker_waitmask);
 	seen->stopping = worker_stop;
-	/* Poked or timed out: look at the socket anyway (EAGAIN is cheap). */
-	seen->listen_ready = n <= 0;
+	/* Poked or timed out: look at the socket anyway (EAGAIN is cheap),
+	 * unless out of descriptors. */
+	seen->listen_ready = n <= 0 && w->accept_paused_us == 0;
 	for (i = 0; i < n; i++) {
 		fd = ev[i].data.fd;
 		if (fd == w->listen_fd)
@@ -667,12 +739,13 @@ worker_wait(struct worker_ctx *w, struct keep_seen *seen)
 	sb_worker_db(w->slot, worker_db_up(w->db));
 }
 
-/* accept4 errors that concern one connection, not the socket. */
+/* accept4 errors that concern one connection, not the socket (the
+ * connection is gone; starvation, which leaves it queued, is not). */
 static int
 worker_accept_transient(int err)
 {
 	return err == EAGAIN || err == EINTR || err == ECONNABORTED ||
-	    err == EPROTO || err == EPERM || err == ENOBUFS || err == ENOMEM;
+	    err == EPROTO || err == EPERM;
 }
 
 /* Acts on one wait's plan (keep.h). Returns -1 if the listen socket
@@ -700,6 +773,10 @@ worker_act(struct worker_ctx *w, const struct keep_seen *seen)
 		/* Another worker was quicker: EAGAIN, wait again. */
 		if (worker_accept_transient(errno))
 			return 0;
+		if (listen_accept_starved(errno)) {
+			worker_accept_pause(w, errno);
+			return 0;
+		}
 		log_err("%s: accept failed: %s", __func__, strerror(errno));
 		return -1;
 	}
@@ -722,6 +799,7 @@ worker_drain(struct worker_ctx *w)
 
 	(void)epoll_ctl(worker_epfd, EPOLL_CTL_DEL, w->listen_fd, NULL);
 	(void)epoll_ctl(worker_epfd, EPOLL_CTL_DEL, w->wake_fd, NULL);
+	w->accept_paused_us = 0;	/* and they stay out */
 	w->draining = 1;
 	worker_release_held(w);
 	while (w->nreleased > 0) {
@@ -736,6 +814,7 @@ worker_loop(struct worker_ctx *w, unsigned long long limit)
 	struct keep_seen seen;
 
 	w->pol.read_timeout_ms = w->cfg->request_read_timeout * 1000;
+	w->pol.write_timeout_ms = w->cfg->request_write_timeout * 1000;
 	w->pol.max_conns = (unsigned)w->cfg->max_children;
 	w->held = -1;
 	if (worker_epoll_init(w) == -1)

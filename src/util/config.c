@@ -251,6 +251,8 @@ static const struct config_directive config_directives[] = {
 	CFG_SECONDS("process_control_timeout", process_control_timeout),
 	{ "request_read_timeout", cfg_set_seconds,
 	    CFG_FIELD(request_read_timeout), 1, 3600, NULL },
+	{ "request_write_timeout", cfg_set_seconds,
+	    CFG_FIELD(request_write_timeout), 1, 3600, NULL },
 	CFG_STRING("pm.status_listen", status_listen),
 	CFG_STRING("pm.status_listen.owner", status_owner),
 	CFG_STRING("pm.status_listen.group", status_group),
@@ -292,6 +294,9 @@ config_defaults(struct config *cfg)
 	cfg->max_children = 8;
 	cfg->process_control_timeout = 10;
 	cfg->request_read_timeout = 10;
+	/* nginx reads a reply as it comes: only a client that does not
+	 * read ever waits, and it must not hold a worker for long. */
+	cfg->request_write_timeout = 1;
 	snprintf(cfg->ping_response, sizeof(cfg->ping_response), "pong");
 	snprintf(cfg->error_log, sizeof(cfg->error_log), "stderr");
 	snprintf(cfg->syslog_ident, sizeof(cfg->syslog_ident), "cfpm");

@@ -66,6 +66,8 @@ struct config {
 	int		process_control_timeout;	/* seconds for graceful stop */
 	int		request_read_timeout;	/* seconds from accept to the
 						   request's last byte */
+	int		request_write_timeout;	/* seconds a reply may wait
+						   for its client to read */
 
 	/* operational endpoints */
 	char		status_path[CONFIG_MAX_VALUE];	/* pm.status_path, "" = off */

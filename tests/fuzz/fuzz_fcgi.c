@@ -12,7 +12,10 @@
  * FCGI_MAX_MGMT_REPLY; a prefix of a REQUEST or MANAGEMENT input is
  * PARTIAL or the same verdict (a verdict never depends on bytes after the
  * end it reports); copied parameters have the length the scan counted
- * and every lookup returns a value inside them.
+ * and every lookup returns a value inside them; a scan resumed at split
+ * points the input's second and later bytes pick (fcgi_scan_more), and
+ * one resumed byte by byte, reach the same verdict as the scan from the
+ * start.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -45,6 +48,28 @@ check_request(const unsigned char *p, const struct fcgi_scan *s)
 	free(params);
 }
 
+/* Resumed scans of p against s, the scan of all of it from the start. */
+static void
+check_resume(const unsigned char *p, size_t size, const struct fcgi_scan *s)
+{
+	struct fcgi_scan r;
+	size_t n = 0, i;
+
+	fcgi_scan_start(&r);
+	for (i = 1; i < size && n < size; i++) {
+		n += p[i];	/* a split every 0..255 bytes */
+		fcgi_scan_more(p, n < size ? n : size, &r);
+	}
+	fcgi_scan_more(p, size, &r);
+	if (!fcgi_scan_same(&r, s))
+		abort();
+	fcgi_scan_start(&r);
+	for (n = 0; n <= size; n++)
+		fcgi_scan_more(p, n, &r);
+	if (!fcgi_scan_same(&r, s))
+		abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -63,6 +88,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (s.status == FCGI_SCAN_REQUEST)
 		check_request(p, &s);
+	check_resume(p, size, &s);
 	if (s.status == FCGI_SCAN_REQUEST || s.status == FCGI_SCAN_MANAGEMENT) {
 		/* The verdict stands on its own bytes. */
 		fcgi_scan(p, s.len, &t);

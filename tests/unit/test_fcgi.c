@@ -3,7 +3,11 @@
  * framing (src/fcgi.c), on hand-built record streams: every prefix of a
  * good request, every kind of violation, the limits on both sides, the
  * FCGI_GET_VALUES record that overflows libfcgi's buffer, a request
- * gathered for serving and the record that releases a kept connection.
+ * gathered for serving and the record that releases a kept connection;
+ * and a scan that keeps its place (fcgi_scan_more, fcgi_scan_conn): for
+ * every split of a set of streams, and byte by byte, the same verdict as
+ * one scan from the start; and the pace a trickling client is read at
+ * (fcgi_trickle_next).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -198,12 +202,31 @@ static const struct {
 	    { { FCGI_PARAMS, 1, "\x81\x00", 2 }, { FCGI_PARAMS, 1, "", 0 } } },
 };
 
+/* Violation case i in s, the standard parameters' record padded by pad. */
+static void
+put_violation(struct stream *s, size_t i, const unsigned char *params,
+    size_t plen, unsigned pad)
+{
+	const struct t_rec *r;
+	size_t k;
+
+	s->len = 0;
+	if (t_violations[i].begun)
+		put_begin(s, 1, FCGI_RESPONDER, 0);
+	for (k = 0; k < 3 && t_violations[i].recs[k].type != 0; k++) {
+		r = &t_violations[i].recs[k];
+		if (strcmp(r->content, "@") == 0)
+			put(s, r->type, r->id, params, plen, pad);
+		else
+			put(s, r->type, r->id, r->content, r->clen, 0);
+	}
+}
+
 static void
 test_violations(struct stream *s)
 {
 	unsigned char params[256];
-	size_t plen = std_params(params), i, k;
-	const struct t_rec *r;
+	size_t plen = std_params(params), i;
 
 	s->len = 0;
 	request(s, 1, params, plen, 64, NULL, 0);
@@ -212,16 +235,7 @@ test_violations(struct stream *s)
 	s->p[0] = 2;
 	expect_invalid(s, "version 2");
 	for (i = 0; i < sizeof(t_violations) / sizeof(t_violations[0]); i++) {
-		s->len = 0;
-		if (t_violations[i].begun)
-			put_begin(s, 1, FCGI_RESPONDER, 0);
-		for (k = 0; k < 3 && t_violations[i].recs[k].type != 0; k++) {
-			r = &t_violations[i].recs[k];
-			if (strcmp(r->content, "@") == 0)
-				put(s, r->type, r->id, params, plen, 0);
-			else
-				put(s, r->type, r->id, r->content, r->clen, 0);
-		}
+		put_violation(s, i, params, plen, 0);
 		expect_invalid(s, t_violations[i].what);
 	}
 }
@@ -438,6 +452,244 @@ test_large_reply(void)
 	free(out);
 }
 
+
+/*
+ * The stream scanned from the start, against: resumed after every single
+ * split point, resumed byte by byte, and resumed at a few random points
+ * at once. Returns the number of resumptions that disagreed.
+ */
+static size_t t_streams;	/* streams resume_disagreements() saw */
+
+static size_t
+resume_disagreements(const struct stream *s, unsigned seed, size_t *tries)
+{
+	struct fcgi_scan whole, r;
+	size_t k, n, bad = 0;
+	int round;
+
+	t_streams++;
+	fcgi_scan(s->p, s->len, &whole);
+	for (k = 0; k <= s->len; k++) {
+		fcgi_scan_start(&r);
+		fcgi_scan_more(s->p, k, &r);
+		fcgi_scan_more(s->p, s->len, &r);
+		bad += !fcgi_scan_same(&r, &whole);
+		++*tries;
+	}
+	fcgi_scan_start(&r);
+	for (k = 0; k <= s->len; k++)
+		fcgi_scan_more(s->p, k, &r);
+	bad += !fcgi_scan_same(&r, &whole);
+	++*tries;
+	srandom(seed);
+	for (round = 0; round < 64; round++) {
+		fcgi_scan_start(&r);
+		for (n = 0; n < s->len; n += (size_t)random() % 23)
+			fcgi_scan_more(s->p, n, &r);
+		fcgi_scan_more(s->p, s->len, &r);
+		bad += !fcgi_scan_same(&r, &whole);
+		++*tries;
+	}
+	return bad;
+}
+
+/* The streams a resumed scan is held to: good, bad, large, management. */
+static void
+test_resume(struct stream *s)
+{
+	unsigned char params[256], mgmt[64];
+	size_t plen = std_params(params), tries = 0, bad = 0, chunk, i, k;
+
+	for (chunk = 1; chunk <= plen; chunk += chunk < 4 ? 1 : 29) {
+		s->len = 0;
+		request(s, 5, params, plen, chunk, "{\"k\":\"v\"}", 9);
+		bad += resume_disagreements(s, (unsigned)chunk, &tries);
+	}
+	memcpy(s->p + s->len, "\x01\x05\x00\x05junk", 8);
+	s->len += 8;
+	bad += resume_disagreements(s, 1, &tries);	/* bytes after it */
+	for (i = 0; i < sizeof(t_violations) / sizeof(t_violations[0]); i++) {
+		put_violation(s, i, params, plen, 3);
+		bad += resume_disagreements(s, (unsigned)i, &tries);
+	}
+	s->len = 0;
+	put_begin(s, 2, FCGI_RESPONDER, 0);
+	put(s, FCGI_PARAMS, 2, "\x01\xff\xff\xff\xff", 5, 0);
+	bad += resume_disagreements(s, 7, &tries);	/* too large */
+	s->len = 0;
+	k = pair(mgmt, FCGI_MAX_CONNS, 14, "", 0);
+	put(s, FCGI_GET_VALUES, 0, mgmt, k, 2);
+	request(s, 1, params, plen, 11, NULL, 0);
+	bad += resume_disagreements(s, 9, &tries);	/* management first */
+	is_int(bad, 0, "resumed scans agree with scans from the start "
+	    "(%zu resumptions of %zu streams, every split and byte by byte)",
+	    tries, t_streams);
+}
+
+/* fcgi_scan_conn()'s answers, counted; fails past fail_after. */
+struct t_answers {
+	int	n, fail_after;
+	size_t	bytes;
+};
+
+static int
+t_answer(void *arg, const unsigned char *rec, size_t len)
+{
+	struct t_answers *a = arg;
+
+	if (rec[0] != FCGI_VERSION_1 || rec[2] != 0 || rec[3] != 0)
+		return -1;	/* not a management record */
+	a->bytes += len;
+	return ++a->n > a->fail_after ? -1 : 0;
+}
+
+/*
+ * A connection's scan: management records in front answered once each,
+ * their bytes handed back to drop, then the request, whether its bytes
+ * come at once or a byte at a time (the caller drops what is answered,
+ * as conn.c and admin.c do).
+ */
+static void
+test_scan_conn(struct stream *s)
+{
+	unsigned char params[256], *buf = malloc(T_MAX);
+	size_t plen = std_params(params), have, n, off, mlen;
+	struct t_answers a = { 0, 100, 0 };
+	struct fcgi_scan r;
+	int mgmt = 0, i, whole_ok = 1;
+
+	s->len = 0;
+	for (i = 0; i < 3; i++)
+		put(s, FCGI_GET_VALUES, 0, "\x0e\x00" FCGI_MAX_CONNS, 16, 0);
+	mlen = s->len;
+	request(s, 4, params, plen, 7, "{}", 2);
+	fcgi_scan_start(&r);
+	off = fcgi_scan_conn(s->p, s->len, &r, &mgmt, t_answer, &a);
+	ok(off == mlen && a.n == 3 && mgmt == 3 && a.bytes == mlen &&
+	    r.status == FCGI_SCAN_REQUEST && r.len == s->len - mlen &&
+	    r.id == 4, "scan_conn: 3 management records answered and "
+	    "handed back (%zu bytes), then the request", off);
+	/* Byte by byte, dropping what was answered. */
+	a.n = 0;
+	mgmt = 0;
+	have = 0;
+	fcgi_scan_start(&r);
+	for (n = 0; n < s->len; n++) {
+		buf[have++] = s->p[n];
+		off = fcgi_scan_conn(buf, have, &r, &mgmt, t_answer, &a);
+		memmove(buf, buf + off, have - off);
+		have -= off;
+		if (r.status != FCGI_SCAN_PARTIAL && n + 1 < s->len)
+			whole_ok = 0;
+	}
+	ok(whole_ok && a.n == 3 && r.status == FCGI_SCAN_REQUEST &&
+	    r.len == have && have == s->len - mlen,
+	    "scan_conn byte by byte: the same answers, the same request");
+	a.n = 0;
+	a.fail_after = 1;
+	mgmt = 0;
+	fcgi_scan_start(&r);
+	(void)fcgi_scan_conn(s->p, s->len, &r, &mgmt, t_answer, &a);
+	ok(r.status == FCGI_SCAN_INVALID && r.why != NULL && a.n == 2,
+	    "scan_conn: an answer that fails ends it: INVALID (%s)",
+	    r.why ? r.why : "no reason");
+	s->len = 0;
+	for (i = 0; i <= FCGI_MAX_MGMT_RECORDS; i++)
+		put(s, FCGI_GET_VALUES, 0, NULL, 0, 0);
+	a.n = 0;
+	a.fail_after = 100;
+	mgmt = 0;
+	fcgi_scan_start(&r);
+	(void)fcgi_scan_conn(s->p, s->len, &r, &mgmt, t_answer, &a);
+	ok(r.status == FCGI_SCAN_INVALID && a.n == FCGI_MAX_MGMT_RECORDS,
+	    "scan_conn: %d management records answered, the next one ends "
+	    "it (%s)", FCGI_MAX_MGMT_RECORDS, r.why ? r.why : "no reason");
+	free(buf);
+}
+
+/*
+ * The pace of reads for a trickling client, against a model of one: it
+ * sends rate bytes per ms into a socket that holds at most cap bytes,
+ * and the reader reads whatever is there after each wait, or when
+ * nothing is, waits for the next byte (poll). Returns the reads needed
+ * for want bytes (or until ms_max has passed), and sets *ms to the time
+ * it took.
+ */
+static unsigned
+trickle_model(double rate, double cap, double want, double ms_max,
+    double *ms)
+{
+	struct fcgi_trickle t = { 0, 0, 0 };
+	double now = 0, sent_at = 0, queued, got = 0;
+	unsigned reads = 0;
+	int wait = 0;
+
+	while (got < want && now < ms_max) {
+		now += wait > 0 ? wait : 1;
+		/* What it could send since the last read, up to cap. */
+		queued = (now - sent_at) * rate;
+		if (queued < 1) {	/* nothing yet: poll for a byte */
+			now = sent_at + 1 / rate;
+			queued = 1;
+		}
+		if (queued > cap)
+			queued = cap;
+		if (queued > want - got)
+			queued = want - got;
+		sent_at = now;
+		got += queued;
+		reads++;
+		wait = fcgi_trickle_next(&t, (size_t)queued);
+	}
+	*ms = now;
+	return reads;
+}
+
+static void
+test_trickle(void)
+{
+	struct fcgi_trickle t = { 0, 0, 0 };
+	unsigned reads;
+	double ms;
+	int w, i;
+
+	is_int(fcgi_trickle_next(&t, 16), FCGI_TRICKLE_MIN_MS,
+	    "trickle: the first small read waits FCGI_TRICKLE_MIN_MS");
+	w = fcgi_trickle_next(&t, 2);
+	is_int(w, 2 * FCGI_TRICKLE_MIN_MS, "trickle: a tiny read doubles it");
+	for (i = 0; i < 20; i++)
+		w = fcgi_trickle_next(&t, 1);
+	is_int(w, FCGI_TRICKLE_MAX_MS, "trickle: up to FCGI_TRICKLE_MAX_MS, "
+	    "no further");
+	is_int(fcgi_trickle_next(&t, FCGI_TRICKLE_BYTES), 0,
+	    "trickle: a read of FCGI_TRICKLE_BYTES starts over: no wait");
+	memset(&t, 0, sizeof(t));
+	(void)fcgi_trickle_next(&t, 40);
+	(void)fcgi_trickle_next(&t, 70);	/* 2 ms: it grew */
+	w = fcgi_trickle_next(&t, 70);		/* 4 ms brought no more */
+	is_int(w, FCGI_TRICKLE_FLOOR_MS, "trickle: a doubled wait that "
+	    "brought no more settles, at FCGI_TRICKLE_FLOOR_MS at least");
+	is_int(fcgi_trickle_next(&t, 70), FCGI_TRICKLE_FLOOR_MS,
+	    "trickle: and stays there while reads fill the sender's buffer");
+	/* Models: what a request of 17,000 bytes costs in reads. */
+	reads = trickle_model(1000, 70, 17000, 10000, &ms);
+	ok(reads <= 17000 / 70 + 8 && ms <= 17000 / 70 * FCGI_TRICKLE_FLOOR_MS
+	    + 100, "trickle: a fast sender whose buffer holds 70 one-byte "
+	    "sends: %u reads (the fewest: %d), %.0f ms", reads, 17000 / 70,
+	    ms);
+	reads = trickle_model(2, 1e9, 17000, 10000, &ms);
+	ok(reads <= 17000 / FCGI_TRICKLE_TINY / 2 + 16 && ms < 9000,
+	    "trickle: a sender of 2 bytes a ms: %u reads in %.0f ms "
+	    "(not slowed: it sends for 8500 ms)", reads, ms);
+	reads = trickle_model(0.01, 1e9, 17000, 10000, &ms);
+	ok(reads <= 10000 / FCGI_TRICKLE_MAX_MS + 16, "trickle: a byte every "
+	    "100 ms: %u reads over a 10 s deadline", reads);
+	reads = trickle_model(1000, 278, 1e9, 10000, &ms);
+	ok(reads <= 10000 / FCGI_TRICKLE_FLOOR_MS + 16, "trickle: however it "
+	    "sends, at most one read per FCGI_TRICKLE_FLOOR_MS once settled: "
+	    "%u reads over 10 s", reads);
+}
+
 int
 main(void)
 {
@@ -453,6 +705,9 @@ main(void)
 	test_gather(&s);
 	test_release();
 	test_large_reply();
+	test_resume(&s);
+	test_scan_conn(&s);
+	test_trickle();
 	free(s.p);
 	return done_testing();
 }

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -272,6 +273,27 @@ do_epoll(void)
 	ev.data.fd = io_pipe[0];
 	return ep != -1 && epoll_ctl(ep, EPOLL_CTL_ADD, io_pipe[0], &ev) == 0
 	    && epoll_pwait(ep, &ev, 1, 0, &mask) == 0 ? 0 : -1;
+}
+
+/* conn.c: the wait before reading a trickling client again. */
+static int
+do_trickle_pause(void)
+{
+	return poll(NULL, 0, 1) == 0 ? 0 : -1;
+}
+
+/* worker.c: out of descriptors at accept, the listen socket and the wake
+ * eventfd leave the wait (EPOLLEXCLUSIVE: deleted, then added again). */
+static int
+do_accept_pause(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE };
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	ev.data.fd = io_pipe[0];
+	return ep != -1 && epoll_ctl(ep, EPOLL_CTL_ADD, io_pipe[0], &ev) == 0
+	    && epoll_ctl(ep, EPOLL_CTL_DEL, io_pipe[0], NULL) == 0 &&
+	    epoll_ctl(ep, EPOLL_CTL_ADD, io_pipe[0], &ev) == 0 ? 0 : -1;
 }
 
 static int
@@ -666,6 +688,10 @@ test_filter(void)
 		{ do_sockets, "unix, IPv4, IPv6 and UDP sockets" },
 		{ do_memory, "mmap, mprotect without exec, a large malloc" },
 		{ do_epoll, "epoll_create1, epoll_ctl, epoll_pwait" },
+		{ do_trickle_pause, "poll without descriptors (a trickle's "
+		    "wait)" },
+		{ do_accept_pause, "epoll_ctl: an EPOLLEXCLUSIVE socket out of "
+		    "the wait and back (accept's pause)" },
 		{ do_kick_master, "SIGCHLD to its master" },
 		{ do_limits, "getrlimit" },
 		{ do_signal_self, "tgkill of itself (abort, raise)" },

@@ -160,13 +160,15 @@ test_totals(struct scoreboard *sb)
 	scoreboard_add(&sb->totals.slow, 1);
 	scoreboard_add(&sb->totals.respawns[SB_REASON_CRASH], 2);
 	scoreboard_set_start(sb, 1700000001);
+	scoreboard_count_cut(sb);
+	scoreboard_count_cut(sb);
 	scoreboard_totals(sb, &t);
 	ok(t.accepted == 1 && t.by_class[2] == 2 && t.by_class[4] == 1 &&
 	    t.by_class[5] == 2 && t.by_class[0] == 0 && t.unavailable == 1 &&
 	    t.slow == 4 && t.respawns[SB_REASON_CRASH] == 2 &&
-	    t.start_time == 1700000001, "totals: accepted (at the begin, not "
-	    "the count), by class (none for 99 or 600), 503s, and the "
-	    "master's own");
+	    t.start_time == 1700000001 && t.replies_cut == 2, "totals: "
+	    "accepted (at the begin, not the count), by class (none for 99 or "
+	    "600), 503s, cut replies, and the master's own");
 	scoreboard_sample(sb, 5, 7, 128);
 	scoreboard_sample(sb, 6, 2, 128);
 	scoreboard_totals(sb, &t);
@@ -180,6 +182,8 @@ test_totals(struct scoreboard *sb)
 	    "reason: out of range");
 	is_str(scoreboard_phase_name(SB_STARTING), "Starting", "phase: "
 	    "starting");
+	is_str(scoreboard_phase_name(SB_SENDING), "Sending", "phase: "
+	    "sending");
 	is_str(scoreboard_phase_name(SB_EXITING), "Exiting", "phase: "
 	    "exiting");
 	is_str(scoreboard_phase_name(-1), "Unknown", "phase: out of range");
@@ -291,6 +295,8 @@ test_peaks(struct scoreboard *sb)
 		{ 0, SB_AUTH, 2, 2, 0, "its phases within a request" },
 		{ 0, SB_DB, 2, 2, 0, "count once" },
 		{ 0, SB_WRITING, 2, 2, 0, "whatever they are" },
+		{ 0, SB_SENDING, 2, 2, 0, "sending the reply is still in "
+		    "the request" },
 		{ 1, SB_IDLE, 1, 2, 0, "one leaves: the peak stays" },
 		{ 1, SB_READING, 2, 2, 0, "it enters again" },
 		{ 2, SB_READING, 3, 3, 1, "all 3 of max_children busy: "

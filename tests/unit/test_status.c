@@ -67,7 +67,8 @@ static const char *const fpm_worker_keys[] = {
 
 /* cfpm's, after them. */
 static const char *const cfpm_pool_keys[] = {
-	"terminated requests", "generation", "reloads", "responses 1xx",
+	"terminated requests", "cut replies", "generation", "reloads",
+	"responses 1xx",
 	"responses 2xx", "responses 3xx", "responses 4xx", "responses 5xx",
 	"respawns exit", "respawns crash", "respawns recycle",
 	"respawns reload", "respawns terminate",
@@ -109,6 +110,7 @@ static const struct {
 	{ "max children reached", 2, "(the workers' count)" },
 	{ "slow requests", 7, "" },
 	{ "terminated requests", 8, "" },
+	{ "cut replies", 11, "(request_write_timeout)" },
 	{ "generation", 3, "" },
 	{ "reloads", 2, "" },
 };
@@ -187,6 +189,7 @@ fill(struct scoreboard *sb)
 		sb->totals.respawns[i] = (uint64_t)i + 1;
 	sb->totals.slow = 7;
 	sb->totals.terminated = 8;
+	sb->totals.replies_cut = 11;
 	sb->totals.reloads = 2;
 	sb->totals.max_active = 4;		/* earlier peaks */
 	sb->totals.max_children_reached = 2;
@@ -858,6 +861,8 @@ test_openmetrics(struct status_view *v, char *page)
 	ok(strstr(page, "\ncfpm_respawns_total{reason=\"terminate\"} 5\n") !=
 	    NULL, "OpenMetrics: respawns by reason");
 	ok(strstr(page, "\ncfpm_terminated_requests_total 8\n") != NULL &&
+	    strstr(page, "\n# TYPE cfpm_cut_replies counter\n") != NULL &&
+	    strstr(page, "\ncfpm_cut_replies_total 11\n") != NULL &&
 	    strstr(page, "\ncfpm_reloads_total 2\n") != NULL &&
 	    strstr(page, "\ncfpm_generation 3\n") != NULL,
 	    "OpenMetrics: cfpm's counters and generation");
@@ -993,7 +998,8 @@ test_states(void)
 		{ SB_STARTING, "Starting" }, { SB_IDLE, "Idle" },
 		{ SB_READING, "Reading headers" }, { SB_AUTH, "Running" },
 		{ SB_DB, "Running" }, { SB_WRITING, "Finishing" },
-		{ SB_EXITING, "Ending" }, { -1, "Unknown" },
+		{ SB_SENDING, "Finishing" }, { SB_EXITING, "Ending" },
+		{ -1, "Unknown" },
 	};
 	size_t i;
 
