@@ -861,7 +861,7 @@ test_openmetrics(struct status_view *v, char *page)
 	ok(strstr(page, "\ncfpm_respawns_total{reason=\"terminate\"} 5\n") !=
 	    NULL, "OpenMetrics: respawns by reason");
 	ok(strstr(page, "\ncfpm_terminated_requests_total 8\n") != NULL &&
-	    strstr(page, "\n# TYPE cfpm_cut_replies counter\n") != NULL &&
+	    strstr(page, "\n# TYPE cfpm_cut_replies_total counter\n") != NULL &&
 	    strstr(page, "\ncfpm_cut_replies_total 11\n") != NULL &&
 	    strstr(page, "\ncfpm_reloads_total 2\n") != NULL &&
 	    strstr(page, "\ncfpm_generation 3\n") != NULL,
