@@ -463,8 +463,10 @@ def test_deb(t, tmp):
          version, out)
     rc, fields, _ = run(["dpkg-deb", "-f", deb, "Depends"])
     t.ok(rc == 0 and all(lib in fields for lib in SHLIBS) and
-         "systemd-sysusers" in fields,
-         "Depends: the shared libraries and sysusers", fields)
+         "systemd-sysusers" in fields and
+         all(pkg in re.split(r"[ ,|]+", fields) for pkg in RUNS),
+         "Depends: the shared libraries, sysusers and procps (/bin/kill "
+         "for ExecReload)", fields)
     lint = os.path.join(tmp, "lintian.log")
     rc = build(["lintian", "-I", "--pedantic", changes[0]], lint, top)
     with open(lint, encoding="utf-8", errors="replace") as f:
