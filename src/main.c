@@ -124,7 +124,7 @@ main(int argc, char *argv[])
 	    path, children, err, sizeof(err)) == -1 ||
 	    sandbox_resolve(&cfg, path, &ids, err, sizeof(err)) == -1 ||
 	    (test && preflight_sockets(&cfg, path, err, sizeof(err)) == -1)) {
-		fprintf(stderr, "cfpm: %s\n", err);
+		log_command(CONFIG_LOG_ERROR, "%s", err);
 		return 1;
 	}
 	if (test) {

@@ -9,7 +9,8 @@ ExecStartPre / ExecReload run it (issue 14, items 2 to 4).
 2. A reload during an outage: RELOADING=1, then READY=1 within a bound,
    with a new generation of workers. A reload refused (a broken file):
    no RELOADING=1, the same workers serve, STATUS= says "Reload refused"
-   until a good reload clears it.
+   until a good reload clears it. Under systemd (JOURNAL_STREAM) cfpm
+   -t's refusal is at err priority, for journalctl -p warning.
 3. Socket activation of both sockets, told apart by name
    (systemd-socket-activate --fdname=cfpm:status, either order): /status
    and /ping through nginx, neither socket bound nor unlinked by cfpm.
@@ -197,6 +198,29 @@ def check_reload_refused(st, c, ns, conf):
     line = wait_status(ns, lambda m: True, 10, since=n)
     tap.ok(line is not None and "Reload refused" not in line,
            "fixed: STATUS= no longer says refused", "line %r" % line)
+
+
+def check_refusal_priority(st):
+    """cfpm -t as systemd runs it for ExecStartPre and ExecReload (stderr
+    to the journal, JOURNAL_STREAM set): the reason for a refusal at err
+    priority (<3>), so journalctl -p warning says why a reload failed;
+    a start refused the same; on a terminal, plain."""
+    tap = st.tap
+    tap.diag("-- a refusal's priority in the journal")
+    conf = st.write_config(settings(st, {"listen.owner":
+                                         "no-such-user-cfpm"}))
+    journal = dict(os.environ, JOURNAL_STREAM="8:4711")
+    for argv, what in ((["-t"], "cfpm -t"), ([], "a start")):
+        rc, out, err = ct.run([ct.CFPM] + argv + ["-c", conf], env=journal,
+                              timeout=20)
+        tap.ok(rc == 1 and err.startswith("<3>cfpm: %s: listen.owner: no "
+                                          "such user" % conf),
+               "journal: %s refused, the reason at err priority (<3>)" %
+               what, "rc %r: %r" % (rc, err))
+    rc, out, err = ct.run([ct.CFPM, "-t", "-c", conf], timeout=20)
+    tap.ok(rc == 1 and err.startswith("cfpm: %s: listen.owner" % conf),
+           "terminal: the same reason, without a prefix", "rc %r: %r" %
+           (rc, err))
 
 
 # ---------------------------------------------------------------------------
@@ -592,6 +616,7 @@ def main(tap):
                    ct.SOCKET_ACTIVATE)
             return
         check_ready_db_down(st)
+        check_refusal_priority(st)
         check_two_sockets(st, "cfpm:status", ("pool", "status"))
         check_two_sockets(st, "status:cfpm", ("status", "pool"))
         check_status_socket_unused(st)
