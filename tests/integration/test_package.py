@@ -77,6 +77,8 @@ INSTALLED = {
     PREFIX + "/share/doc/cfpm/README.md",
     PREFIX + "/share/doc/cfpm/examples/cfpm.conf",
     PREFIX + "/share/doc/cfpm/examples/nginx/cfpm.conf",
+    PREFIX + "/share/cfpm/sql/schema.sql",
+    PREFIX + "/share/cfpm/sql/role.sql",
 }
 
 # What the .deb must hold (besides directories and the dbgsym package).
@@ -91,6 +93,7 @@ PACKAGED = {
     "/usr/share/doc/cfpm/examples/cfpm.conf",
     "/usr/share/doc/cfpm/examples/nginx/cfpm.conf",
     "/usr/share/doc/cfpm/copyright",
+    "/usr/share/cfpm/sql/schema.sql", "/usr/share/cfpm/sql/role.sql",
 }
 CONFFILES = {"/etc/cfpm/cfpm.conf", "/etc/logrotate.d/cfpm"}
 # No libfcgi: cfpm speaks FastCGI itself (libfcgi-dev only builds it, for
@@ -432,6 +435,11 @@ def test_deb(t, tmp):
     with open(os.path.join(SRCDIR, "etc/cfpm.conf"), "rb") as a, \
             open(fs + "/etc/cfpm/cfpm.conf", "rb") as b:
         t.ok(a.read() == b.read(), "/etc/cfpm/cfpm.conf is etc/cfpm.conf")
+    for src, dst in (("sql/schema.sql", "/usr/share/cfpm/sql/schema.sql"),
+                     ("sql/role.sql", "/usr/share/cfpm/sql/role.sql")):
+        with open(os.path.join(SRCDIR, src), "rb") as a, \
+                open(fs + dst, "rb") as b:
+            t.ok(a.read() == b.read(), "%s is %s" % (dst, src))
     with open(os.path.join(ctl, "conffiles")) as f:
         conffiles = {ln.strip() for ln in f if ln.strip()}
     t.is_(conffiles, CONFFILES, "conffiles: cfpm.conf and logrotate")

@@ -76,20 +76,13 @@ common_schema() {
 	"$@" -v rows="$_rows" -f "$_top/sql/seed.sql"
 }
 
-# common_role PSQL...: the role cfpm: log in, read and insert events,
-# nothing else (through the psql command line given, connected to events).
+# common_role TOP PSQL...: the role cfpm: log in, read and insert events,
+# nothing else (TOP/sql/role.sql, the file the package ships, through the
+# psql command line given, connected to events).
 common_role() {
-	"$@" <<'SQL'
-DO $$ BEGIN
-	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'cfpm') THEN
-		CREATE ROLE cfpm LOGIN;
-	END IF;
-END $$;
-REVOKE ALL ON DATABASE events FROM PUBLIC;
-GRANT CONNECT ON DATABASE events TO cfpm;
-GRANT USAGE ON SCHEMA public TO cfpm;
-GRANT SELECT, INSERT ON events TO cfpm;
-SQL
+	_top=$1
+	shift
+	"$@" -f "$_top/sql/role.sql"
 }
 
 # common_nginx_site TOP OUT [SED-ARG...]: etc/nginx/cfpm.conf with
