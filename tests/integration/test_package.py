@@ -94,8 +94,10 @@ PACKAGED = {
     "/usr/share/doc/cfpm/examples/nginx/cfpm.conf",
     "/usr/share/doc/cfpm/copyright",
     "/usr/share/cfpm/sql/schema.sql", "/usr/share/cfpm/sql/role.sql",
+    "/etc/nginx/sites-available/cfpm",
 }
-CONFFILES = {"/etc/cfpm/cfpm.conf", "/etc/logrotate.d/cfpm"}
+CONFFILES = {"/etc/cfpm/cfpm.conf", "/etc/logrotate.d/cfpm",
+             "/etc/nginx/sites-available/cfpm"}
 # No libfcgi: cfpm speaks FastCGI itself (libfcgi-dev only builds it, for
 # the protocol's constants in fastcgi.h).
 SHLIBS = ("libpq5", "libssl3", "libjansson4", "libseccomp2")
@@ -193,6 +195,8 @@ def check_units(t, dest):
          "the units' Documentation= pages are installed (%s)" % docs)
     t.is_(one(sock, "ListenStream"), "/run/cfpm/cfpm.sock",
           "cfpm.socket: the pool socket in /run/cfpm")
+    t.is_(one(sock, "RemoveOnStop"), "yes", "cfpm.socket: no socket file "
+          "left once stopped")
     return svc, sock
 
 
@@ -435,14 +439,16 @@ def test_deb(t, tmp):
     with open(os.path.join(SRCDIR, "etc/cfpm.conf"), "rb") as a, \
             open(fs + "/etc/cfpm/cfpm.conf", "rb") as b:
         t.ok(a.read() == b.read(), "/etc/cfpm/cfpm.conf is etc/cfpm.conf")
-    for src, dst in (("sql/schema.sql", "/usr/share/cfpm/sql/schema.sql"),
+    for src, dst in (("etc/nginx/cfpm.conf", "/etc/nginx/sites-available/cfpm"),
+                     ("sql/schema.sql", "/usr/share/cfpm/sql/schema.sql"),
                      ("sql/role.sql", "/usr/share/cfpm/sql/role.sql")):
         with open(os.path.join(SRCDIR, src), "rb") as a, \
                 open(fs + dst, "rb") as b:
             t.ok(a.read() == b.read(), "%s is %s" % (dst, src))
     with open(os.path.join(ctl, "conffiles")) as f:
         conffiles = {ln.strip() for ln in f if ln.strip()}
-    t.is_(conffiles, CONFFILES, "conffiles: cfpm.conf and logrotate")
+    t.is_(conffiles, CONFFILES, "conffiles: cfpm.conf, logrotate and the "
+          "nginx site")
     scripts = {}
     for name in ("postinst", "prerm", "postrm"):
         with open(os.path.join(ctl, name)) as f:
@@ -464,6 +470,11 @@ def test_deb(t, tmp):
     t.like(scripts["prerm"], r'"\$1" = remove .*\n\s*deb-systemd-invoke '
            r'stop cfpm\.service cfpm\.socket',
            "prerm stops the pool on removal")
+    t.like(scripts["postrm"], r'remove\)\n(.*\n)*?\s*rmdir "\$\{DPKG_ROOT:-\}'
+           r'/run/cfpm"', "postrm removes /run/cfpm on removal")
+    t.like(scripts["postrm"], r'rm -f "\$\{DPKG_ROOT:-\}\$site"\n(.*\n)*?\s*'
+           r'deb-systemd-invoke try-reload-or-restart nginx\.service',
+           "postrm disables the nginx site it enabled and reloads nginx")
     rc, version, _ = run(["dpkg-deb", "-f", deb, "Version"])
     rc2, out, _ = run([os.path.join(BUILDDIR, "cfpm"), "--version"])
     t.ok(rc == 0 and rc2 == 0 and out.split()[-1] == version.strip(),
