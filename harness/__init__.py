@@ -20,4 +20,5 @@ Modules; each imports only the standard library and modules above it:
   keys      key pairs, JWKS and tokens (cfpm-token, openssl fallback)
   pg        a private PostgreSQL 15 cluster run as the postgres user
   nginx     nginx configurations and instances
+  deb       cfpm's Debian package built from the tree
 """
