@@ -21,4 +21,6 @@ Modules; each imports only the standard library and modules above it:
   pg        a private PostgreSQL 15 cluster run as the postgres user
   nginx     nginx configurations and instances
   deb       cfpm's Debian package built from the tree
+  nspawn    a fresh Debian booted with systemd-nspawn: cached root,
+            packages fetched on the host, commands and HTTP inside
 """

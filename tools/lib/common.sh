@@ -1,8 +1,20 @@
-# Steps tools/stack-up and tools/cluster-up share, sourced by both (POSIX
-# sh). Each function says what it needs; none changes directory or exits
-# on its own except through `set -e` in the caller.
+# Steps tools/stack-up, tools/cluster-up and tools/install-deps share,
+# sourced by each (POSIX sh; test_deploy.py calls debian_mirror too).
+# Each function says what it needs; none changes directory or exits on
+# its own except through `set -e` in the caller.
 
 pgbin=/usr/lib/postgresql/15/bin
+
+# The mirror this machine takes bookworm from (deb822 or one-line form).
+debian_mirror() {
+	awk '/^URIs:/ { uris = $2 }
+	    /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == "bookworm") found = uris }
+	    /^$/ { uris = "" }
+	    END { print found }' /etc/apt/sources.list.d/*.sources 2>/dev/null |
+	    head -n 1 | grep . ||
+	awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' \
+	    /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
+}
 
 # common_deps TOP [COMMAND...]: runs tools/install-deps unless nginx,
 # PostgreSQL 15, the build's libraries and every COMMAND named are there.
