@@ -20,6 +20,9 @@ Modules; each imports only the standard library and modules above it:
   keys      key pairs, JWKS and tokens (cfpm-token, openssl fallback)
   pg        a private PostgreSQL 15 cluster run as the postgres user
   nginx     nginx configurations and instances
+  deb       cfpm's Debian package built from the tree
+  nspawn    a fresh Debian booted with systemd-nspawn: cached root,
+            packages fetched on the host, commands and HTTP inside
   phpfpm    Debian's php-fpm8.2 with its status and ping pages, the
             reference the status page is compared with
 """

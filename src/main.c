@@ -72,15 +72,22 @@ main_parse_children(const char *s)
 	return (int)v;
 }
 
-/* What the privilege settings mean for this start, said once. */
+/*
+ * What the privilege settings mean for this start, said once. A master
+ * that is not root cannot change its workers' identity: user and group
+ * naming its own (cfpm.service's User=cfpm with the shipped user =
+ * cfpm) hold as they are, anything else is ignored, with a warning.
+ */
 static void
 main_privileges_notice(const struct config *cfg,
     const struct sandbox_ids *ids)
 {
 	if (geteuid() != 0) {
-		if (cfg->user[0] != '\0' || cfg->group[0] != '\0')
-			log_notice("user and group are ignored: cfpm is not "
-			    "running as root");
+		if ((cfg->user[0] != '\0' || cfg->group[0] != '\0') &&
+		    !sandbox_is_self(cfg))
+			log_warn("user and group are ignored: cfpm is not "
+			    "running as root, its workers run as uid %d, "
+			    "gid %d", (int)geteuid(), (int)getegid());
 	} else if (!ids->drop)
 		log_warn("workers run as root (-R, --allow-to-run-as-root)");
 	if (!cfg->worker_seccomp)
@@ -126,7 +133,7 @@ main(int argc, char *argv[])
 	    path, children, err, sizeof(err)) == -1 ||
 	    sandbox_resolve(&cfg, path, &ids, err, sizeof(err)) == -1 ||
 	    (test && preflight_sockets(&cfg, path, err, sizeof(err)) == -1)) {
-		fprintf(stderr, "cfpm: %s\n", err);
+		log_command(CONFIG_LOG_ERROR, "%s", err);
 		return 1;
 	}
 	if (test) {

@@ -43,6 +43,7 @@
 #define MASTER_STATUS_US (5 * 1000000)	/* STATUS= line period */
 #define MASTER_STATUS_LEN 1024	/* a STATUS= message */
 #define MASTER_DB_REASON_US (1 * 1000000) /* wait for a worker's reason */
+#define MASTER_CAUSE_LEN 96	/* how a worker ended, for STATUS= */
 
 enum master_stop {
 	MASTER_RUNNING = 0,
@@ -81,6 +82,10 @@ struct master {
 						   (master_db_state) */
 	int			 db_said;	/* db_without > 0 in the last
 						   STATUS= */
+	char			 cause[MASTER_CAUSE_LEN];	/* the last
+						   quick death's (STATUS=) */
+	int			 failing_said;	/* pool_failing() in the
+						   last STATUS= */
 	int			 db_down;	/* "unavailable" logged */
 	int64_t			 db_lost_us;	/* first seen lost */
 	int64_t			 db_back_us;	/* last "database back" */
@@ -259,9 +264,30 @@ master_spawn(struct master *m)
 	return 0;
 }
 
+/*
+ * How a worker ended, as the log and STATUS= say it: "killed by signal
+ * 31 (Bad system call: ...)" or "exited with status 1". SIGSYS is a
+ * seccomp filter's doing (worker.seccomp's or the unit's
+ * SystemCallFilter=): said, since nothing else in the log would.
+ */
+static void
+master_cause(int status, char *buf, size_t len)
+{
+	int sig;
+
+	if (!WIFSIGNALED(status)) {
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+		return;
+	}
+	sig = WTERMSIG(status);
+	snprintf(buf, len, "killed by signal %d (%s%s)", sig, strsignal(sig),
+	    sig == SIGSYS ? ": a seccomp filter refused a system call" : "");
+}
+
 static void
 master_note_death(struct master *m, struct sb_slot *slot, int status)
 {
+	char cause[MASTER_CAUSE_LEN];
 	struct pool_death d;
 	struct pool_slot ps;
 	struct sb_view v;
@@ -269,14 +295,14 @@ master_note_death(struct master *m, struct sb_slot *slot, int status)
 	(void)scoreboard_read(slot, &v);	/* it may have died mid-write */
 	pool_slot_from(&ps, &v);
 	pool_death(&m->pool, &ps, status, clock_now_us(), &d);
+	master_cause(status, cause, sizeof(cause));
 	if (WIFSIGNALED(status)) {
 		if (v.master.life == SB_LIFE_RUNNING)	/* not our signal */
-			log_warn("worker %d killed by signal %d after %llu "
-			    "requests", (int)v.master.pid, WTERMSIG(status),
+			log_warn("worker %d %s after %llu requests",
+			    (int)v.master.pid, cause,
 			    (unsigned long long)v.req.requests);
 	} else if (WEXITSTATUS(status) != 0)
-		log_warn("worker %d exited with status %d", (int)v.master.pid,
-		    WEXITSTATUS(status));
+		log_warn("worker %d %s", (int)v.master.pid, cause);
 	else
 		log_info("worker %d exited after %llu requests",
 		    (int)v.master.pid, (unsigned long long)v.req.requests);
@@ -284,9 +310,12 @@ master_note_death(struct master *m, struct sb_slot *slot, int status)
 		return;
 	scoreboard_add(&m->sb->totals.respawns[d.reason], 1);
 	/* Dying young (bad keys, crash at start): no fork storm. */
-	if (d.delay_ms > 0)
+	if (d.delay_ms > 0) {
 		log_warn("worker died %lld ms after start; next start in %d ms",
 		    (long long)d.lived_ms, d.delay_ms);
+		snprintf(m->cause, sizeof(m->cause), "%s %lld ms after start",
+		    cause, (long long)d.lived_ms);
+	}
 }
 
 /* A worker that exits may have taken a connection's wake-up with it:
@@ -569,9 +598,13 @@ master_sample(struct master *m, unsigned *queued, unsigned *limit)
 	scoreboard_sample(m->sb, m->pool.generation, *queued, *limit);
 }
 
-/* What STATUS= leads with: a refused reload, the database's absence. */
+/*
+ * What STATUS= leads with: a refused reload, a crash loop and its last
+ * cause, the database's absence.
+ */
 static void
-master_status_note(const struct master *m, char *buf, size_t len)
+master_status_note(const struct master *m, int failing, char *buf,
+    size_t len)
 {
 	size_t n = 0;
 
@@ -579,41 +612,60 @@ master_status_note(const struct master *m, char *buf, size_t len)
 	if (m->refused[0] != '\0')
 		n = (size_t)snprintf(buf, len, "Reload refused: %s; ",
 		    m->refused);
+	if (failing && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "Workers failing: %u "
+		    "died young in a row, the last %s; restarting with "
+		    "backoff; ", m->pool.quick_deaths, m->cause);
 	if (m->db_without > 0 && n < len)
 		snprintf(buf + n, len - n, "Database unavailable: %u of %u "
 		    "workers without a connection (answering 503); ",
 		    m->db_without, m->db_live);
 }
 
+/* Workers accepting and not in a request (starting ones are neither). */
+static unsigned
+master_idle(const struct master *m, unsigned busy)
+{
+	unsigned i, serving = 0;
+
+	for (i = 0; i < m->sb->nslots; i++)
+		if (m->snap[i].life != SB_LIFE_FREE && m->snap[i].serving)
+			serving++;
+	return serving > busy ? serving - busy : 0;
+}
+
 /*
  * STATUS= every MASTER_STATUS_US, and at once when the database comes or
- * goes or a reload is refused (next_status_us set to 0).
+ * goes, a crash loop begins or ends, or a reload is refused
+ * (next_status_us set to 0). Reads the snapshot master_maintain() took.
  */
 static void
 master_status_line(struct master *m)
 {
 	int64_t now = clock_now_us();
-	unsigned total = master_live(m), busy = master_busy(m);
+	unsigned busy = master_busy(m);
+	int failing = pool_failing(&m->pool, m->snap, m->sb->nslots);
 	char msg[MASTER_STATUS_LEN], note[MASTER_STATUS_LEN / 2];
 	struct sb_totals t;
 	double secs;
 	uint64_t acc;
 
-	if ((m->db_without > 0) != m->db_said)
+	if ((m->db_without > 0) != m->db_said || failing != m->failing_said)
 		m->next_status_us = 0;
 	if (now < m->next_status_us)
 		return;
 	scoreboard_totals(m->sb, &t);
 	acc = t.accepted;
 	secs = m->last_status_us ? (double)(now - m->last_status_us) / 1e6 : 0;
-	master_status_note(m, note, sizeof(note));
+	master_status_note(m, failing, note, sizeof(note));
 	snprintf(msg, sizeof(msg), "STATUS=%sProcesses active: %u, idle: %u, "
 	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", note, busy,
-	    total - busy, (unsigned long long)acc,
+	    master_idle(m, busy), (unsigned long long)acc,
 	    (unsigned long long)t.slow,
 	    secs > 0 ? (double)(acc - m->last_accepted) / secs : 0.0);
 	notify_send(msg);
 	m->db_said = m->db_without > 0;
+	m->failing_said = failing;
 	m->last_accepted = acc;
 	m->last_status_us = now;
 	m->next_status_us = now + MASTER_STATUS_US;

@@ -193,3 +193,10 @@ pool_ready(struct pool *p, const struct pool_slot *s, unsigned n)
 	p->reload_deadline_us = 0;
 	return 1;
 }
+
+int
+pool_failing(const struct pool *p, const struct pool_slot *s, unsigned n)
+{
+	return !p->stopping && p->quick_deaths > 0 &&
+	    pool_count_current(p, s, n, POOL_SERVING) < p->max_children;
+}

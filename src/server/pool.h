@@ -140,4 +140,13 @@ unsigned pool_reload(struct pool *p, const struct pool_slot *s, unsigned n,
  */
 int pool_ready(struct pool *p, const struct pool_slot *s, unsigned n);
 
+/*
+ * PURE. 1 while the pool is in a crash loop: its latest workers died
+ * young (quick_deaths > 0: pool_backoff()) and fewer than max_children
+ * current workers serve. 0 once they all serve again, after a reload
+ * (the count starts over) and while stopping. STATUS= says so.
+ */
+int pool_failing(const struct pool *p, const struct pool_slot *s,
+    unsigned n);
+
 #endif

@@ -155,6 +155,20 @@ root:
 }
 
 int
+sandbox_is_self(const struct config *cfg)
+{
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+
+	if (cfg->user[0] != '\0' &&
+	    sandbox_user_id(cfg->user, &uid, &gid) == -1)
+		return 0;
+	if (cfg->group[0] != '\0' && sandbox_group_id(cfg->group, &gid) == -1)
+		return 0;
+	return uid == geteuid() && gid == getegid();
+}
+
+int
 sandbox_drop(const struct sandbox_ids *ids)
 {
 	uid_t ru, eu, su;

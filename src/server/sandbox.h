@@ -51,6 +51,15 @@ int sandbox_resolve(const struct config *cfg, const char *name,
     struct sandbox_ids *ids, char *err, size_t errlen);
 
 /*
+ * 1 if user and group name this process's own effective uid and gid
+ * (group defaulting to the user's primary group, an unset user to this
+ * process's): what a master that is not root, such as cfpm.service's
+ * User=cfpm, runs its workers as anyway. 0 otherwise, or when a name
+ * does not resolve.
+ */
+int sandbox_is_self(const struct config *cfg);
+
+/*
  * In a worker, right after fork: when ids->drop, clears the
  * supplementary groups, sets the real, effective and saved gid and then
  * uid, and checks that root cannot be regained (setuid(0) must fail).

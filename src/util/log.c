@@ -238,6 +238,21 @@ log_flood(struct log_flood *f, enum config_log_level level, const char *fmt,
 }
 
 void
+log_command(enum config_log_level level, const char *fmt, ...)
+{
+	char msg[LOG_MAX_LINE];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (getenv("JOURNAL_STREAM") != NULL)
+		fprintf(stderr, "<%d>cfpm: %s\n", (int)level, msg);
+	else
+		fprintf(stderr, "cfpm: %s\n", msg);
+}
+
+void
 fatal(const char *fmt, ...)
 {
 	va_list ap;

@@ -90,6 +90,16 @@ struct log_flood {
 int log_flood(struct log_flood *f, enum config_log_level level,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/*
+ * A line of cfpm's command line, before logging is set up (cfpm -t, a
+ * start refused): "cfpm: ..." on stderr, as its user reads it. Under
+ * systemd (JOURNAL_STREAM set) it carries the <N> prefix of level, so
+ * that the journal files why ExecStartPre's or ExecReload's cfpm -t
+ * refused a file at that priority (plain stderr lines are info).
+ */
+void log_command(enum config_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Logs at alert level (always shown, as PHP-FPM's fatal lines) and
  * exits 1: startup failures only. */
 void fatal(const char *fmt, ...)

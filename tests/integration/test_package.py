@@ -37,15 +37,15 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import stat
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from cfpmtest import TAP, run, spawn  # noqa: E402
+from cfpmtest import TAP, run, tail  # noqa: E402
+from harness import deb as debs  # noqa: E402
+from harness.deb import GUARD, build  # noqa: E402
 
 SRCDIR = os.environ.get("CFPM_SRCDIR") or os.path.normpath(
     os.path.join(HERE, "..", ".."))
@@ -53,12 +53,6 @@ BUILDDIR = os.environ.get("CFPM_BUILDDIR") or SRCDIR
 PREFIX = "/opt/cfpm"
 SYSCONFDIR = "/etc/opt"
 CONF = SYSCONFDIR + "/cfpm/cfpm.conf"
-BUILD_TIMEOUT = 900         # seconds for a build on a busy 2-core machine
-GUARD = "CFPM_PACKAGE_BUILD"    # set in the builds this test starts
-# What a make passes to the makes below it: none of it may reach a build
-# this test starts.
-MAKE_ENV = ("MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS", "MAKELEVEL",
-            "MAKEOVERRIDES")
 UNITDIR = PREFIX + "/lib/systemd/system"
 
 # What make install must put in place, and nothing else.
@@ -77,6 +71,8 @@ INSTALLED = {
     PREFIX + "/share/doc/cfpm/README.md",
     PREFIX + "/share/doc/cfpm/examples/cfpm.conf",
     PREFIX + "/share/doc/cfpm/examples/nginx/cfpm.conf",
+    PREFIX + "/share/cfpm/sql/schema.sql",
+    PREFIX + "/share/cfpm/sql/role.sql",
 }
 
 # What the .deb must hold (besides directories and the dbgsym package).
@@ -91,11 +87,16 @@ PACKAGED = {
     "/usr/share/doc/cfpm/examples/cfpm.conf",
     "/usr/share/doc/cfpm/examples/nginx/cfpm.conf",
     "/usr/share/doc/cfpm/copyright",
+    "/usr/share/cfpm/sql/schema.sql", "/usr/share/cfpm/sql/role.sql",
+    "/etc/nginx/sites-available/cfpm",
 }
-CONFFILES = {"/etc/cfpm/cfpm.conf", "/etc/logrotate.d/cfpm"}
+CONFFILES = {"/etc/cfpm/cfpm.conf", "/etc/logrotate.d/cfpm",
+             "/etc/nginx/sites-available/cfpm"}
 # No libfcgi: cfpm speaks FastCGI itself (libfcgi-dev only builds it, for
 # the protocol's constants in fastcgi.h).
 SHLIBS = ("libpq5", "libssl3", "libjansson4", "libseccomp2")
+# What the units run besides cfpm: /bin/kill (ExecReload).
+RUNS = ("procps",)
 
 
 def files_under(root):
@@ -122,37 +123,6 @@ def unit(path):
 def one(u, key):
     v = u.get(key, [])
     return v[0] if len(v) == 1 else v
-
-
-def build_env(**extra):
-    env = {k: v for k, v in os.environ.items() if k not in MAKE_ENV}
-    env[GUARD] = "1"
-    env.update(extra)
-    return env
-
-
-def build(argv, log, cwd, env=None, timeout=BUILD_TIMEOUT):
-    """Runs one build step in its own process group (registered with the
-    harness, which kills the group if the test is stopped), output
-    appended to log; a step that outlives timeout has its whole group
-    killed. Returns the exit status (-1 after a timeout)."""
-    with open(log, "a") as f:
-        f.write("$ %s\n" % " ".join(argv))
-    p = spawn(argv, log_path=log, env=env or build_env(), cwd=cwd)
-    try:
-        return p.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
-        return -1
-
-
-def tail_of(path, lines=30):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
-    except OSError as e:
-        return str(e)
 
 
 # ---------------------------------------------------------------------------
@@ -190,6 +160,8 @@ def check_units(t, dest):
          "the units' Documentation= pages are installed (%s)" % docs)
     t.is_(one(sock, "ListenStream"), "/run/cfpm/cfpm.sock",
           "cfpm.socket: the pool socket in /run/cfpm")
+    t.is_(one(sock, "RemoveOnStop"), "yes", "cfpm.socket: no socket file "
+          "left once stopped")
     return svc, sock
 
 
@@ -334,7 +306,7 @@ def test_install(t, tmp):
         if rc != 0:
             break
     t.ok(rc == 0, "configure --prefix=%s --sysconfdir=%s, make, make "
-         "install DESTDIR" % (PREFIX, SYSCONFDIR), tail_of(log))
+         "install DESTDIR" % (PREFIX, SYSCONFDIR), tail(log))
     if rc != 0:
         return
     got = files_under(dest)
@@ -360,7 +332,7 @@ def test_install(t, tmp):
                build_dir)
     left = files_under(dest)
     t.ok(rc == 0 and not left, "make uninstall removes every file",
-         tail_of(log), sorted(left))
+         tail(log), sorted(left))
 
 
 # ---------------------------------------------------------------------------
@@ -371,16 +343,7 @@ def deb_missing():
     if os.environ.get("CFPM_SANITIZERS") == "yes":
         return "sanitizer build: the package is built with Debian's flags " \
             "(the plain build's make check builds it)"
-    if not os.path.isdir(os.path.join(SRCDIR, "debian")):
-        return "no debian/ in the source tree (a release tarball)"
-    for tool in ("dpkg-buildpackage", "dpkg-checkbuilddeps", "dh",
-                 "lintian"):
-        if shutil.which(tool) is None:
-            return "%s not installed (tools/install-deps)" % tool
-    rc, out, err = run(["dpkg-checkbuilddeps"], cwd=SRCDIR)
-    if rc != 0:
-        return "build dependencies missing: %s" % (err or out).strip()
-    return None
+    return debs.missing(SRCDIR, ("lintian",))
 
 
 def test_deb(t, tmp):
@@ -389,33 +352,26 @@ def test_deb(t, tmp):
         t.skip("dpkg-buildpackage -b -us -uc, lintian", why)
         return
     top = os.path.join(tmp, "deb")
-    tree = os.path.join(top, "cfpm")
     log = os.path.join(tmp, "deb.log")
     os.makedirs(top)
-    rc = build(["make", "-s", "distdir", "distdir=" + tree,
-                "top_distdir=" + tree], log, BUILDDIR)
-    t.ok(rc == 0, "make distdir: the release tree", tail_of(log))
-    if rc != 0:
+    tree = debs.release_tree(SRCDIR, BUILDDIR, top, log)
+    t.ok(tree is not None, "make distdir: the release tree", tail(log))
+    if tree is None:
         return
-    shutil.copytree(os.path.join(SRCDIR, "debian"),
-                    os.path.join(tree, "debian"))
-    env = build_env(DEB_BUILD_OPTIONS=os.environ.get("DEB_BUILD_OPTIONS",
-                                                     "parallel=2"))
-    rc = build(["dpkg-buildpackage", "-b", "-us", "-uc"], log, tree, env)
+    rc, deb = debs.build_deb(tree, log)
     t.ok(rc == 0, "dpkg-buildpackage -b -us -uc builds the package",
-         tail_of(log))
+         tail(log))
     with open(log, encoding="utf-8", errors="replace") as f:
         out, err = f.read(), ""
-    debs = [p for p in glob.glob(os.path.join(top, "cfpm_*.deb"))]
+    debs_built = [p for p in glob.glob(os.path.join(top, "cfpm_*.deb"))]
     changes = glob.glob(os.path.join(top, "cfpm_*.changes"))
-    if rc != 0 or len(debs) != 1 or len(changes) != 1:
-        t.ok(False, "one .deb and one .changes", debs, changes)
+    if rc != 0 or debs_built != [deb] or len(changes) != 1:
+        t.ok(False, "one .deb and one .changes", debs_built, changes)
         return
     t.like(out + err, r'# PASS: +[1-9]', "the package build ran the "
            "offline tests (dh_auto_test)")
     t.ok(not re.search(r'# (FAIL|ERROR): +[1-9]', out + err),
          "none of them failed")
-    deb = debs[0]
     fs = os.path.join(tmp, "deb-fs")
     ctl = os.path.join(tmp, "deb-control")
     rc1, _, e1 = run(["dpkg-deb", "-x", deb, fs])
@@ -432,9 +388,16 @@ def test_deb(t, tmp):
     with open(os.path.join(SRCDIR, "etc/cfpm.conf"), "rb") as a, \
             open(fs + "/etc/cfpm/cfpm.conf", "rb") as b:
         t.ok(a.read() == b.read(), "/etc/cfpm/cfpm.conf is etc/cfpm.conf")
+    for src, dst in (("etc/nginx/cfpm.conf", "/etc/nginx/sites-available/cfpm"),
+                     ("sql/schema.sql", "/usr/share/cfpm/sql/schema.sql"),
+                     ("sql/role.sql", "/usr/share/cfpm/sql/role.sql")):
+        with open(os.path.join(SRCDIR, src), "rb") as a, \
+                open(fs + dst, "rb") as b:
+            t.ok(a.read() == b.read(), "%s is %s" % (dst, src))
     with open(os.path.join(ctl, "conffiles")) as f:
         conffiles = {ln.strip() for ln in f if ln.strip()}
-    t.is_(conffiles, CONFFILES, "conffiles: cfpm.conf and logrotate")
+    t.is_(conffiles, CONFFILES, "conffiles: cfpm.conf, logrotate and the "
+          "nginx site")
     scripts = {}
     for name in ("postinst", "prerm", "postrm"):
         with open(os.path.join(ctl, name)) as f:
@@ -456,6 +419,11 @@ def test_deb(t, tmp):
     t.like(scripts["prerm"], r'"\$1" = remove .*\n\s*deb-systemd-invoke '
            r'stop cfpm\.service cfpm\.socket',
            "prerm stops the pool on removal")
+    t.like(scripts["postrm"], r'remove\)\n(.*\n)*?\s*rmdir "\$\{DPKG_ROOT:-\}'
+           r'/run/cfpm"', "postrm removes /run/cfpm on removal")
+    t.like(scripts["postrm"], r'rm -f "\$\{DPKG_ROOT:-\}\$site"\n(.*\n)*?\s*'
+           r'deb-systemd-invoke try-reload-or-restart nginx\.service',
+           "postrm disables the nginx site it enabled and reloads nginx")
     rc, version, _ = run(["dpkg-deb", "-f", deb, "Version"])
     rc2, out, _ = run([os.path.join(BUILDDIR, "cfpm"), "--version"])
     t.ok(rc == 0 and rc2 == 0 and out.split()[-1] == version.strip(),
@@ -463,8 +431,10 @@ def test_deb(t, tmp):
          version, out)
     rc, fields, _ = run(["dpkg-deb", "-f", deb, "Depends"])
     t.ok(rc == 0 and all(lib in fields for lib in SHLIBS) and
-         "systemd-sysusers" in fields,
-         "Depends: the shared libraries and sysusers", fields)
+         "systemd-sysusers" in fields and
+         all(pkg in re.split(r"[ ,|]+", fields) for pkg in RUNS),
+         "Depends: the shared libraries, sysusers and procps (/bin/kill "
+         "for ExecReload)", fields)
     lint = os.path.join(tmp, "lintian.log")
     rc = build(["lintian", "-I", "--pedantic", changes[0]], lint, top)
     with open(lint, encoding="utf-8", errors="replace") as f:

@@ -9,7 +9,10 @@ ExecStartPre / ExecReload run it (issue 14, items 2 to 4).
 2. A reload during an outage: RELOADING=1, then READY=1 within a bound,
    with a new generation of workers. A reload refused (a broken file):
    no RELOADING=1, the same workers serve, STATUS= says "Reload refused"
-   until a good reload clears it.
+   until a good reload clears it. Under systemd (JOURNAL_STREAM) cfpm
+   -t's refusal is at err priority, for journalctl -p warning. A crash
+   loop (workers killed as they start): STATUS= names it and its last
+   cause at once, and drops it when workers live again.
 3. Socket activation of both sockets, told apart by name
    (systemd-socket-activate --fdname=cfpm:status, either order): /status
    and /ping through nginx, neither socket bound nor unlinked by cfpm.
@@ -197,6 +200,72 @@ def check_reload_refused(st, c, ns, conf):
     line = wait_status(ns, lambda m: True, 10, since=n)
     tap.ok(line is not None and "Reload refused" not in line,
            "fixed: STATUS= no longer says refused", "line %r" % line)
+
+
+def check_refusal_priority(st):
+    """cfpm -t as systemd runs it for ExecStartPre and ExecReload (stderr
+    to the journal, JOURNAL_STREAM set): the reason for a refusal at err
+    priority (<3>), so journalctl -p warning says why a reload failed;
+    a start refused the same; on a terminal, plain."""
+    tap = st.tap
+    tap.diag("-- a refusal's priority in the journal")
+    conf = st.write_config(settings(st, {"listen.owner":
+                                         "no-such-user-cfpm"}))
+    journal = dict(os.environ, JOURNAL_STREAM="8:4711")
+    for argv, what in ((["-t"], "cfpm -t"), ([], "a start")):
+        rc, out, err = ct.run([ct.CFPM] + argv + ["-c", conf], env=journal,
+                              timeout=20)
+        tap.ok(rc == 1 and err.startswith("<3>cfpm: %s: listen.owner: no "
+                                          "such user" % conf),
+               "journal: %s refused, the reason at err priority (<3>)" %
+               what, "rc %r: %r" % (rc, err))
+    rc, out, err = ct.run([ct.CFPM, "-t", "-c", conf], timeout=20)
+    tap.ok(rc == 1 and err.startswith("cfpm: %s: listen.owner" % conf),
+           "terminal: the same reason, without a prefix", "rc %r: %r" %
+           (rc, err))
+
+
+def check_crash_loop(st):
+    """Workers killed as they start: STATUS= says at once that the pool
+    is failing, how often and the last cause, and counts as idle only
+    workers that serve; once workers live again, STATUS= drops it."""
+    tap = st.tap
+    tap.diag("-- a crash loop")
+    ns = ct.NotifySocket(os.path.join(st.dir, "notify-crash.sock"))
+    conf = st.write_config(settings(st))
+    c = st.spawn_cfpm(conf, env={"NOTIFY_SOCKET": ns.path})
+    st.cfpm = c
+    killed = set()
+
+    def kill_new():
+        for pid in c.workers():
+            if pid not in killed:
+                killed.add(pid)
+                os.kill(pid, signal.SIGKILL)
+    try:
+        tap.ok(ns.wait("READY=1", READY_BOUND), "crash loop: the pool is "
+               "ready first", ct.tail(c.log, 10))
+        n = len(ns.poll())
+        # The first ones lived: only their replacements die young.
+        line = ct.wait_for(lambda: kill_new() or wait_status(
+            ns, lambda m: "Workers failing" in m, 0, since=n), 15, 0.01)
+        tap.like(line or "", r"^STATUS=Workers failing: [1-9]\d* died young "
+                 r"in a row, the last killed by signal 9 \(Killed\) \d+ ms "
+                 r"after start; restarting with backoff; Processes active: "
+                 r"0, idle: [0-%d], Requests" % (POOL - 1), "crash loop: "
+                 "STATUS= names it and the last cause, idle counts serving "
+                 "workers only")
+        n = len(ns.poll())
+        back = wait_status(ns, lambda m: "Workers failing" not in m,
+                           READY_BOUND, since=n)
+        tap.ok(back is not None and st.get("/health", timeout=5).status ==
+               200, "crash loop over: STATUS= no longer says failing, the "
+               "pool serves", "messages since: %r" % ns.messages[n:])
+        tap.is_(st.stop_cfpm(c), 0, "crash loop: stops with exit 0")
+    finally:
+        ns.close()
+        if c.alive():
+            st.stop_cfpm(c, signal.SIGKILL)
 
 
 # ---------------------------------------------------------------------------
@@ -592,6 +661,8 @@ def main(tap):
                    ct.SOCKET_ACTIVATE)
             return
         check_ready_db_down(st)
+        check_refusal_priority(st)
+        check_crash_loop(st)
         check_two_sockets(st, "cfpm:status", ("pool", "status"))
         check_two_sockets(st, "status:cfpm", ("status", "pool"))
         check_status_socket_unused(st)

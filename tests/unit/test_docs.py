@@ -14,8 +14,15 @@ test_docs.py: the manual pages keep up with the code (TAP).
 - Each page names the version cfpm --version prints and renders without
   a warning (groff -ww, man --warnings) where groff and man are
   installed.
-Negative controls run the same checks on a table with an invented key and
-on a page without one key: both must be reported.
+- CI runs what the README tells a new user to run: .ci/run's one command
+  is an exec of tools/run-tests without arguments, the second of the
+  README's two commands (tools/stack-up, tools/run-tests), and run-tests
+  installs what is missing itself, the benchmark's peers included
+  (tools/install-deps --bench --missing). The README's install steps
+  (the block test_deploy runs) name only SQL files the package installs.
+Negative controls run the same checks on a table with an invented key, on
+a page without one key and on a .ci/run that does more: each must be
+reported.
 
 The C sources are read as text (no compiler): the directive macros are
 expanded from their #define lines, constants come from config.h.
@@ -479,6 +486,75 @@ def test_rendering(t):
                  "%s: man --warnings -l renders it, no warning" % rel, err)
 
 
+def commands(block):
+    """The commands of a shell block: continuation lines joined, comment
+    lines and trailing comments dropped."""
+    out, cur = [], ""
+    for line in block.splitlines():
+        if line.rstrip().endswith("\\"):
+            cur += line.rstrip()[:-1] + " "
+            continue
+        line = re.sub(r"\s+#.*$", "", cur + line).strip()
+        cur = ""
+        if line and not line.startswith("#"):
+            out.append(" ".join(line.split()))
+    return out
+
+
+def readme_blocks():
+    """The README's fenced sh blocks, in order."""
+    return re.findall(r"^```sh\n(.*?)^```", read("README.md"), re.M | re.S)
+
+
+def ci_problems(ci, readme_cmds):
+    """What is wrong with .ci/run's text ci against the README's quick
+    start commands (a list; empty when all is right)."""
+    cmds = commands(ci)
+    bad = []
+    if readme_cmds != ["tools/stack-up", "tools/run-tests"]:
+        bad.append("README's first block is not tools/stack-up, "
+                   "tools/run-tests: %r" % readme_cmds)
+    if len(cmds) != 1 or not re.fullmatch(
+            r'exec "?(\$\(dirname "\$0"\)/\.\./)?tools/run-tests"?',
+            cmds[0]):
+        bad.append(".ci/run is not one exec of tools/run-tests: %r" % cmds)
+    return bad
+
+
+def test_ci(t):
+    if not os.path.exists(os.path.join(SRCDIR, ".ci", "run")):
+        t.skip(".ci/run is the README's test command", "no .ci/ in this "
+               "tree (a release tarball: make dist leaves CI out)")
+        return
+    readme_cmds = commands(readme_blocks()[0])
+    ci = read(".ci/run")
+    t.is_(ci_problems(ci, readme_cmds), [], ".ci/run is the README's test "
+          "command, tools/run-tests, and nothing more")
+    t.ok(ci_problems(ci.replace("exec ", "tools/install-deps --bench\nexec "),
+                     readme_cmds),
+         "control: a .ci/run that installs packages first is reported")
+    t.ok(ci_problems(ci.replace("run-tests", "run-tests --no-sanitizers"),
+                     readme_cmds),
+         "control: a .ci/run that passes arguments is reported")
+    t.ok("tools/install-deps\" --bench --missing" in
+         "\n".join(commands(read("tools/run-tests"))),
+         "tools/run-tests installs what is missing, the benchmark's peers "
+         "included")
+
+
+def test_install_steps(t):
+    steps = re.search(r"<!-- install steps: [^\n]*-->\n```sh\n(.*?)^```",
+                      read("README.md"), re.M | re.S)
+    t.ok(steps, "README: the install steps test_deploy runs are marked")
+    shipped = re.search(r"^dist_sql_DATA = (.*)$", read("Makefile.am"),
+                        re.M)
+    named = re.findall(r"/usr/share/cfpm/(sql/[\w.-]+)",
+                       steps.group(1) if steps else "")
+    t.ok(named and shipped and set(named) <= set(shipped.group(1).split()),
+         "README: the install steps' SQL files are installed (%s)" %
+         ", ".join(named), shipped.group(0) if shipped else "no dist_sql_DATA")
+
+
 def main():
     t = TAP()
     consts = constants(read("src/util/config.h"))
@@ -491,6 +567,8 @@ def main():
     test_cfpm_options(t)
     test_token_options(t)
     test_rendering(t)
+    test_ci(t)
+    test_install_steps(t)
     return t.done()
 
 

@@ -4,9 +4,10 @@
  * during a reload, a crash during a reload and its deadline, start-up,
  * reload and recycle while the database is down (READY=1 without it, and
  * never a connected worker retired for one that is not), backoff growth,
- * cap and reset, exit statuses, death reasons, a stop. Each step
- * asserts exact outcomes. A small simulator plays the master's part
- * (claiming slots, signalling, reaping) with no process at all.
+ * cap and reset, exit statuses, death reasons, a stop, a crash loop
+ * (what STATUS= reports). Each step asserts exact outcomes. A small
+ * simulator plays the master's part (claiming slots, signalling,
+ * reaping) with no process at all.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -634,6 +635,50 @@ test_stop(void)
 	is_int(m.respawns[SB_REASON_EXIT], 0, "stop: nothing counted");
 }
 
+static void
+test_failing(void)
+{
+	struct sim m;
+	int i;
+
+	diag("crash loop: workers dying young until they all serve again");
+	sim_init(&m, 3);
+	sim_spawn(&m, NULL);
+	is_int(pool_failing(&m.p, m.s, T_SLOTS), 0, "failing: not at start "
+	    "(nothing died yet)");
+	m.now = 40 * T_MS;
+	for (i = 0; i < 3; i++)
+		sim_die(&m, i, KILLED_BY(SIGSYS));
+	is_int(pool_failing(&m.p, m.s, T_SLOTS), 1, "failing: three killed "
+	    "young, none serving");
+	m.now = m.p.next_spawn_us;
+	sim_spawn(&m, NULL);
+	sim_accepting(&m, 0, 2);
+	is_int(pool_failing(&m.p, m.s, T_SLOTS), 1, "failing: still, with 2 "
+	    "of 3 serving");
+	sim_accepting(&m, 2, 1);
+	is_int(pool_failing(&m.p, m.s, T_SLOTS), 0, "failing: no longer once "
+	    "every worker serves (without its database counts)");
+	m.now += 200 * T_MS;
+	sim_die(&m, 1, EXITED(1));
+	is_int(pool_failing(&m.p, m.s, T_SLOTS), 1, "failing: again after "
+	    "the next quick death");
+	sim_reload(&m, 3);
+	is_int(pool_failing(&m.p, m.s, T_SLOTS), 0, "failing: a reload starts "
+	    "the count over");
+	sim_serving(&m, 2);
+	m.now = T_LONG;
+	sim_die(&m, 0, KILLED_BY(SIGSEGV));
+	is_int(pool_failing(&m.p, m.s, T_SLOTS), 0, "failing: not for a crash "
+	    "after a long life");
+	m.now += 10 * T_MS;
+	sim_spawn(&m, NULL);
+	sim_die(&m, 0, EXITED(1));
+	m.p.stopping = 1;
+	is_int(pool_failing(&m.p, m.s, T_SLOTS), 0, "failing: not while "
+	    "stopping");
+}
+
 int
 main(void)
 {
@@ -647,5 +692,6 @@ main(void)
 	test_deaths();
 	test_ready();
 	test_stop();
+	test_failing();
 	return done_testing();
 }

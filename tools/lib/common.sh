@@ -1,8 +1,20 @@
-# Steps tools/stack-up and tools/cluster-up share, sourced by both (POSIX
-# sh). Each function says what it needs; none changes directory or exits
-# on its own except through `set -e` in the caller.
+# Steps tools/stack-up, tools/cluster-up and tools/install-deps share,
+# sourced by each (POSIX sh; test_deploy.py calls debian_mirror too).
+# Each function says what it needs; none changes directory or exits on
+# its own except through `set -e` in the caller.
 
 pgbin=/usr/lib/postgresql/15/bin
+
+# The mirror this machine takes bookworm from (deb822 or one-line form).
+debian_mirror() {
+	awk '/^URIs:/ { uris = $2 }
+	    /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == "bookworm") found = uris }
+	    /^$/ { uris = "" }
+	    END { print found }' /etc/apt/sources.list.d/*.sources 2>/dev/null |
+	    head -n 1 | grep . ||
+	awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' \
+	    /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
+}
 
 # common_deps TOP [COMMAND...]: runs tools/install-deps unless nginx,
 # PostgreSQL 15, the build's libraries and every COMMAND named are there.
@@ -76,20 +88,13 @@ common_schema() {
 	"$@" -v rows="$_rows" -f "$_top/sql/seed.sql"
 }
 
-# common_role PSQL...: the role cfpm: log in, read and insert events,
-# nothing else (through the psql command line given, connected to events).
+# common_role TOP PSQL...: the role cfpm: log in, read and insert events,
+# nothing else (TOP/sql/role.sql, the file the package ships, through the
+# psql command line given, connected to events).
 common_role() {
-	"$@" <<'SQL'
-DO $$ BEGIN
-	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'cfpm') THEN
-		CREATE ROLE cfpm LOGIN;
-	END IF;
-END $$;
-REVOKE ALL ON DATABASE events FROM PUBLIC;
-GRANT CONNECT ON DATABASE events TO cfpm;
-GRANT USAGE ON SCHEMA public TO cfpm;
-GRANT SELECT, INSERT ON events TO cfpm;
-SQL
+	_top=$1
+	shift
+	"$@" -f "$_top/sql/role.sql"
 }
 
 # common_nginx_site TOP OUT [SED-ARG...]: etc/nginx/cfpm.conf with
