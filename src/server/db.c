@@ -164,11 +164,11 @@ struct db_link {
 	size_t		 step;		/* SETUP: 0 settings, then statements */
 	int		 step_sent;	/* SETUP: step's command is sent */
 	int		 want_write;	/* CONNECTING, SETUP: waits to write */
-	int64_t		 until_us;	/* CONNECTING, SETUP: given up then */
+	int64_t		 until_us;	/* CONNECTING, SETUP, a probe: given
+					   up then */
 	int		 timed_out;	/* this attempt: a host did not answer */
 	char		 tried[DB_MAX_ERROR];	/* this attempt's failures */
 	unsigned	 watch_id;	/* db_socket.id */
-	unsigned	 conn_id;	/* counts successful connections */
 	/* Outages. */
 	int		 unanswered;	/* the last failure: no answer in time */
 	int		 recycling;	/* closed by cfpm itself: no outage */
@@ -302,7 +302,6 @@ db_mark_up(struct db_link *l)
 	l->state = DB_LINK_UP;
 	l->probing = DB_PROBE_NONE;
 	l->answered_us = clock_now_us();
-	l->conn_id++;
 	l->backoff_ms = 0;
 	l->unanswered = 0;
 	l->recycling = 0;
