@@ -101,6 +101,13 @@ def stop_all(tap, name, load, probes):
            name)
 
 
+def pool_of(c):
+    """The workers, once all POOL of them are there (under load the first
+    may answer before the master has forked the last)."""
+    ct.wait_for(lambda: len(c.workers()) == POOL, 10, 0.05)
+    return c.workers()
+
+
 def workers_db_ok(st):
     """True when every worker on the status page says database ok."""
     r = st.get("/status?json&full", timeout=5)
@@ -229,7 +236,7 @@ def run_frozen(st, name, conninfo, kind):
     tap.diag("-- %s" % name)
     c = st.start_cfpm({"db.conninfo": conninfo, "db.timeout": DB_TIMEOUT_S},
                       n=POOL)
-    before = c.workers()
+    before = pool_of(c)
     traffic = (start_load(st, kind), Probes(st))
     time.sleep(WARMUP_S)
     mark = len(log_text(c.log))
@@ -287,7 +294,7 @@ def run_multi_host(st, kind):
         a.sockdir, b.sockdir, a.port, b.port)
     c = st.start_cfpm({"db.conninfo": conninfo, "db.timeout": DB_TIMEOUT_S},
                       n=POOL)
-    before = c.workers()
+    before = pool_of(c)
     traffic = start_load(st, kind, seeded=ct.SEED_ROWS)
     probes = Probes(st, auth=True)
     time.sleep(WARMUP_S)
