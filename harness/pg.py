@@ -7,6 +7,10 @@ on. The database "events" gets sql/schema.sql and sql/seed.sql;
 sql/reset.sql returns it to the seeded state. Optionally the postmaster
 and every backend run in a cgroup and on given CPUs (the benchmark).
 
+freeze() SIGSTOPs every process of the cluster and thaw() lets them go
+on: a server that is there (the kernel still completes handshakes and
+takes data for its sockets) but never answers.
+
 Layout under base: pg/data, pg/sock (the socket directory),
 pg/postgres.log (the server's log), pg_ctl.out (initdb's and pg_ctl's
 output).
@@ -18,7 +22,7 @@ import signal
 import subprocess
 
 from . import paths, proc
-from .procfs import pid_alive, proc_stat
+from .procfs import pid_alive, proc_stat, tree
 
 PG_USER = "postgres"
 DBNAME = "events"
@@ -35,6 +39,7 @@ PSQL_TIMEOUT = 30
 SQL_FILE_TIMEOUT = 1800     # seeding 1,000,000 rows included
 KILL_TIMEOUT = 10
 LOCK_TIMEOUT = 10
+FREEZE_TIMEOUT = 5          # s for every process to show as stopped
 
 
 class Cluster:
@@ -54,11 +59,14 @@ class Cluster:
         self.group = group
         self.cpus = cpus
         self.running = False
+        self.frozen = []    # pids freeze() stopped
 
-    def conninfo(self, dbname=DBNAME):
-        """libpq keyword/value connection string."""
+    def conninfo(self, dbname=DBNAME, tcp=False):
+        """libpq keyword/value connection string: the unix socket, or
+        127.0.0.1 when tcp (start() with listen_addresses including it)."""
         return "host=%s port=%d dbname=%s user=%s" % (
-            self.sockdir, self.port, dbname, PG_USER)
+            "127.0.0.1" if tcp else self.sockdir, self.port, dbname,
+            PG_USER)
 
     def _bin(self, name):
         return os.path.join(paths.PG_BINDIR, name)
@@ -149,9 +157,46 @@ class Cluster:
         except (OSError, ValueError):
             return None
 
+    def freeze(self):
+        """SIGSTOPs the postmaster (so that it starts no other process),
+        then every process it started, until none is left running; waits
+        until each shows as stopped. Returns the pids. Raises
+        RuntimeError if the cluster is not running."""
+        pm = self.postmaster_pid()
+        if pm is None or not pid_alive(pm):
+            raise RuntimeError("freeze: no postmaster running")
+        while True:
+            more = [p for p in tree([pm]) if p not in self.frozen]
+            if not more:
+                break
+            for p in more:
+                try:
+                    os.kill(p, signal.SIGSTOP)
+                    self.frozen.append(p)
+                except OSError:
+                    pass
+        # Stopped, or exited meanwhile (a zombie its stopped parent does
+        # not reap, or gone).
+        if not proc.wait_for(lambda: all((proc_stat(p) or ("X",))[0] in
+                                         "TtZX" for p in self.frozen),
+                             FREEZE_TIMEOUT, 0.01):
+            raise RuntimeError("freeze: not every process stopped")
+        return list(self.frozen)
+
+    def thaw(self):
+        """SIGCONTs every process freeze() stopped (none: nothing)."""
+        for p in self.frozen:
+            try:
+                os.kill(p, signal.SIGCONT)
+            except OSError:
+                pass
+        self.frozen = []
+
     def kill(self):
         """Cleanup: immediate stop, then SIGKILL whatever is left of the
-        postmaster (its group only if it still leads it)."""
+        postmaster (its group only if it still leads it). A frozen
+        cluster is thawed first, so that it can stop."""
+        self.thaw()
         pid = self.postmaster_pid()
         if pid is None:
             return

@@ -3,6 +3,11 @@
  * optionally a second one for reads (db.read_conninfo).
  * Connects after fork, prepares the application's statements once per
  * connection, and reconnects with backoff when the connection is lost.
+ * Every wait for the server is bounded: a statement's results and the
+ * /health ping by their deadlines, a connection attempt (and the
+ * settings and prepares after it) by its own. A request never waits for
+ * a server that already stopped answering: it gets DB_UNAVAILABLE at
+ * once while the idle worker's loop (db_sockets, db_tick) reconnects.
  * Results come back in binary form: no text parsing of ids or times; the
  * accessors below decode what the application reads.
  * A statement succeeds only when its whole exchange did (every result
@@ -23,8 +28,9 @@
 /*
  * libpq settings cfpm supplies unless the conninfo sets them (TCP only):
  * a dead or partitioned server (packets dropped, not refused) shows
- * within seconds. connect_timeout applies to each host of a multi-host
- * conninfo; keepalives probe an idle or waiting connection;
+ * within seconds. connect_timeout bounds each host of a multi-host
+ * conninfo (cfpm enforces it, capped at db.timeout: libpq does only in
+ * its blocking call); keepalives probe an idle or waiting connection;
  * tcp_user_timeout ends one whose sent data (or probes) go unacknowledged
  * that long, where TCP alone would retransmit for minutes.
  */
@@ -33,13 +39,15 @@
 #define DB_KEEPALIVES_INTERVAL	"1"	/* seconds between probes */
 #define DB_KEEPALIVES_COUNT	"3"	/* probes lost before giving up */
 #define DB_TCP_USER_TIMEOUT	"4000"	/* ms unacknowledged before ending */
+#define DB_MAX_SOCKETS		2	/* db_sockets(): write and read link */
 
 enum db_status {
 	DB_OK = 0,
 	DB_NOT_FOUND,		/* no such row */
 	DB_UNAVAILABLE,		/* no usable connection: 503 */
 	DB_ERROR,		/* the statement failed: 500 */
-	DB_CANCELED,		/* cancelled by request_terminate_timeout */
+	DB_CANCELED,		/* the server cancelled it (statement_timeout,
+				   an operator): nothing was stored */
 	DB_INVALID,		/* the server refused the values (SQLSTATE
 				   class 22, data exception): nothing was
 				   stored, the request is at fault: 400 */
@@ -61,49 +69,66 @@ struct db_statement {
 
 /*
  * Makes the handle and tries to connect and prepare the n statements
- * (kept by reference: static storage) once; a failure is logged and not
- * fatal: later calls retry with backoff. conninfo "" means the PG*
- * environment. read_conninfo (NULL or "": none) opens a second
- * connection, for the read_only statements alone (see db_exec).
- * Returns NULL only when out of memory.
+ * (kept by reference: static storage) once, for at most timeout_ms; an
+ * attempt still under way then goes on in db_tick(), and a failure is
+ * logged and not fatal: later attempts follow with backoff. conninfo ""
+ * means the PG* environment. read_conninfo (NULL or "": none) opens a
+ * second connection, for the read_only statements alone (see db_exec).
+ * timeout_ms (db.timeout) bounds every later wait for the server too.
+ * Returns NULL (errno set) when out of memory or descriptors.
  */
 struct db *db_open(const char *conninfo, const char *read_conninfo,
-    const struct db_statement *stmts, size_t n);
+    int timeout_ms, const struct db_statement *stmts, size_t n);
 
-/* Closes the connection and frees the handle (NULL is fine). */
+/* Closes the connections and frees the handle (NULL is fine). */
 void db_close(struct db *db);
 
 /*
- * 1 if the connection is up and prepared, trying to (re)connect first
- * when it is not and the backoff delay has passed. Never blocks longer
- * than one connection attempt.
+ * 1 if the main connection is usable as far as is known without I/O:
+ * up and prepared, or closed by cfpm itself (db_watch_client's client
+ * gone, db_interrupt) and being made again.
  */
-int db_usable(struct db *db);
-
-/* 1 if the last known state is connected and prepared (no I/O). */
 int db_is_up(const struct db *db);
 
-/*
- * The connection's socket for an idle worker's poll set, or -1, and a
- * number that changes with every new connection (re-register then).
- */
-int db_socket(const struct db *db, unsigned *conn_id);
+/* A socket an idle worker watches for db_tick(). */
+struct db_socket {
+	int		 fd;		/* -1: nothing to watch */
+	int		 out;		/* wait until writable, not readable */
+	unsigned	 id;		/* changes whenever fd or out may have:
+					   (re-)register it then */
+};
 
 /*
- * Called when the idle connection's socket is readable: reads what the
- * server sent (a notice, or the end of the connection on a restart) and
- * closes a dead connection at once, so the next request reconnects.
- * Returns 1 if the connection is still up.
+ * Fills s[0..DB_MAX_SOCKETS-1] (fd -1 where there is nothing to watch)
+ * and returns the milliseconds until db_tick() is due of itself (a
+ * connection attempt's deadline, a reconnect's backoff), -1 if only a
+ * socket event makes it due. No I/O.
  */
-int db_idle_check(struct db *db);
+int db_sockets(const struct db *db, struct db_socket *s);
 
-/* Round trip to the server: DB_OK or DB_UNAVAILABLE (for /health). */
-enum db_status db_ping(struct db *db);
+/*
+ * The idle worker's part, after each wait: readable says a socket of
+ * db_sockets() had an event. Reads what the server sent on idle
+ * connections (a notice, or the end of the connection on a restart:
+ * a dead one is closed at once), moves connection attempts on and
+ * starts the next one when its backoff is over. Never blocks.
+ */
+void db_tick(struct db *db, int readable);
+
+/*
+ * Round trip to the server within timeout_ms (at most db.timeout): DB_OK,
+ * or DB_UNAVAILABLE when there is no connection or no answer in time
+ * (the connection is dropped then). A connection attempt is driven for
+ * that long at most, never started against a server that stopped
+ * answering (for /health).
+ */
+enum db_status db_ping(struct db *db, int timeout_ms);
 
 /*
  * Runs the prepared statement st (one of db_open's) with its parameters
  * (libpq's conventions: lengths and formats may be NULL for text) and
- * binary results, connecting first if needed. A read_only statement
+ * binary results, connecting first if needed (not after the server
+ * stopped answering), all within db.timeout. A read_only statement
  * runs on the read connection when there is one; if that connection is
  * unusable, fails, or returns no row, the statement runs again on the
  * main connection, which decides (a standby that has not replayed a
@@ -150,15 +175,19 @@ const char *db_result_jsonb(const struct db_result *res, int row, int col,
 void db_result_free(struct db_result *res);
 
 /*
- * Asks the server to cancel the statement in progress (PQcancel). Safe in
- * a signal handler; does nothing when there is no connection.
+ * Makes the request's waits for the server end at once, the one under
+ * way and any later one until the next db_watch_client(db, fd): its
+ * connection is dropped, the outcome unknown (request_terminate_timeout).
+ * Safe in a signal handler: it only writes to an eventfd the waits poll.
  */
-void db_cancel_async(struct db *db);
+void db_interrupt(struct db *db);
 
 /*
- * The request's connection to watch while a statement runs (-1: none).
- * If it closes, the statement is cancelled (DB_CANCELED) and
- * db_client_gone() says so.
+ * The request's connection to watch while a statement runs (-1: none;
+ * another fd: a new request, whose waits are not interrupted). If it
+ * closes, the statement is abandoned (its connection dropped: the
+ * server ends the statement itself, see db.c) and db_client_gone() says
+ * so.
  */
 void db_watch_client(struct db *db, int fd);
 int db_client_gone(const struct db *db);

@@ -12,7 +12,7 @@
 #include "util/config.h"
 
 #define MASTER_FAST_STOP_MS	2000	/* SIGINT: then SIGKILL */
-#define MASTER_TERMINATE_GRACE_MS 2000	/* after the cancel, then SIGKILL */
+#define MASTER_TERMINATE_GRACE_MS 2000	/* after the timeout, then SIGKILL */
 
 /*
  * Loads path into cfg: defaults, the file and its includes, the -n

@@ -33,7 +33,6 @@
 #include "util/esc.h"
 #include "util/log.h"
 
-#define WORKER_DB_RETRY_MS	500	/* idle reconnect check while down */
 #define WORKER_IDLE_CHECK_MS	2000	/* idle look at the socket anyway */
 #define WORKER_MAX_EVENTS	(KEEP_MAX_RELEASED + 4)	/* one wait's */
 #define WORKER_QUEUED_TRUST_US	10000	/* a backlog seen is trusted */
@@ -60,14 +59,15 @@ worker_on_stop(int sig)
 	worker_stop = 1;
 }
 
-/* request_terminate_timeout: cancel the statement; the master kills us
- * only if the request still does not finish. */
+/* request_terminate_timeout: the request stops waiting for the database
+ * (its connection is dropped: a cancel could block on a frozen server);
+ * the master kills us only if the request still does not finish. */
 static void
 worker_on_alarm(int sig)
 {
 	(void)sig;
 	if (worker_db != NULL)
-		db_cancel_async(worker_db);
+		db_interrupt(worker_db);
 }
 
 /* SIGUSR2 from the master: only interrupts epoll_wait (see worker_loop). */
@@ -290,7 +290,7 @@ worker_dispatch(struct worker_ctx *w, struct http_request *r)
 static struct log_flood worker_flood_gone, worker_flood_cut;
 
 static void
-worker_client_gone(const struct http_request *r, int cancelled)
+worker_client_gone(const struct http_request *r, int abandoned)
 {
 	/* Client bytes: escaped (esc.h) and bounded. */
 	char m[ESC_SIZE(SCOREBOARD_METHOD_LEN)];
@@ -306,7 +306,7 @@ worker_client_gone(const struct http_request *r, int cancelled)
 	else
 		(void)log_flood(&worker_flood_gone, CONFIG_LOG_INFO,
 		    "%s %s: client went away%s", m, p,
-		    cancelled ? "; statement cancelled" : "");
+		    abandoned ? "; statement abandoned" : "");
 }
 
 /*
@@ -452,22 +452,36 @@ worker_epoll_init(struct worker_ctx *w)
 }
 
 /*
- * Keeps the database socket in the epoll set (not exclusive), so an idle
- * worker learns at once when PostgreSQL goes away (a restart closes every
- * connection) and reconnects before the next request needs it.
+ * Keeps the database's sockets in the epoll set (not exclusive): an idle
+ * connection's, so that an idle worker learns at once when PostgreSQL
+ * goes away (a restart closes every connection), and a connection
+ * attempt's, which db_tick() moves on while the worker keeps serving.
+ * A socket libpq closed left the set by itself; one whose id changed is
+ * (re-)registered. Returns the ms until db_tick() is due (-1: none).
  */
-static void
+static int
 worker_watch_db(struct db *db)
 {
-	static unsigned watched;	/* connection id in the set */
-	unsigned id;
-	int fd;
+	static unsigned watched[DB_MAX_SOCKETS];	/* ids in the set */
+	struct db_socket s[DB_MAX_SOCKETS];
+	struct epoll_event ev;
+	int i, due;
 
-	if (db == NULL || (fd = db_socket(db, &id)) == -1 || id == watched)
-		return;
-	/* The old socket left the set when libpq closed it. */
-	if (worker_epoll_add(fd, EPOLLIN) == 0)
-		watched = id;
+	if (db == NULL)
+		return -1;
+	due = db_sockets(db, s);
+	for (i = 0; i < DB_MAX_SOCKETS; i++) {
+		if (s[i].fd == -1 || s[i].id == watched[i])
+			continue;
+		memset(&ev, 0, sizeof(ev));
+		ev.events = s[i].out ? EPOLLOUT : EPOLLIN;
+		ev.data.fd = s[i].fd;
+		if (epoll_ctl(worker_epfd, EPOLL_CTL_MOD, s[i].fd, &ev) == 0 ||
+		    (errno == ENOENT && epoll_ctl(worker_epfd, EPOLL_CTL_ADD,
+		    s[i].fd, &ev) == 0))
+			watched[i] = s[i].id;
+	}
+	return due;
 }
 
 /* Wakes another idle worker for the listen socket (keep.h). */
@@ -704,15 +718,15 @@ static void
 worker_wait(struct worker_ctx *w, struct keep_seen *seen)
 {
 	struct epoll_event ev[WORKER_MAX_EVENTS];
-	int n, i, idx, fd, ms, rel;
+	int n, i, idx, fd, ms = WORKER_IDLE_CHECK_MS, due, db_event = 0;
 
 	memset(seen, 0, sizeof(*seen));
-	worker_watch_db(w->db);
-	ms = worker_db_up(w->db) ? WORKER_IDLE_CHECK_MS : WORKER_DB_RETRY_MS;
-	if ((rel = worker_released_expire(w)) != -1 && rel < ms)
-		ms = rel;
-	if ((rel = worker_accept_resume(w)) != -1 && rel < ms)
-		ms = rel;
+	if ((due = worker_watch_db(w->db)) != -1 && due < ms)
+		ms = due;
+	if ((due = worker_released_expire(w)) != -1 && due < ms)
+		ms = due;
+	if ((due = worker_accept_resume(w)) != -1 && due < ms)
+		ms = due;
 	n = epoll_pwait(worker_epfd, ev, WORKER_MAX_EVENTS, ms,
 	    &worker_waitmask);
 	seen->stopping = worker_stop;
@@ -730,12 +744,12 @@ worker_wait(struct worker_ctx *w, struct keep_seen *seen)
 			seen->held_ready = 1;
 		else if ((idx = worker_released_find(w, fd)) != -1)
 			worker_released_event(w, (unsigned)idx, 0);
-		else if (w->db != NULL)
-			db_idle_check(w->db);
+		else
+			db_event = 1;
 	}
 	seen->held = w->held != -1;
-	if (!worker_db_up(w->db))
-		(void)db_usable(w->db);	/* reconnects when it is time */
+	if (w->db != NULL)
+		db_tick(w->db, db_event);	/* never blocks */
 	sb_worker_db(w->slot, worker_db_up(w->db));
 }
 
@@ -842,8 +856,9 @@ worker_start_app(const struct worker_args *args, struct worker_ctx *w)
 	struct app_env env;
 
 	if (app->uses_db && (w->db = db_open(args->cfg->db_conninfo,
-	    args->cfg->db_read_conninfo, app->statements, app->nstatements)) == NULL) {
-		log_err("%s: out of memory", __func__);
+	    args->cfg->db_read_conninfo, args->cfg->db_timeout * 1000,
+	    app->statements, app->nstatements)) == NULL) {
+		log_err("%s: database handle: %s", __func__, strerror(errno));
 		return -1;
 	}
 	worker_db = w->db;

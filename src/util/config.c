@@ -262,6 +262,8 @@ static const struct config_directive config_directives[] = {
 	CFG_STRING("ping.response", ping_response),
 	CFG_STRING("db.conninfo", db_conninfo),
 	CFG_STRING("db.read_conninfo", db_read_conninfo),
+	{ "db.timeout", cfg_set_seconds, CFG_FIELD(db_timeout), 1, 3600,
+	    NULL },
 	CFG_STRING("auth.issuer", auth_issuer),
 	CFG_STRING("auth.audience", auth_audience),
 	CFG_STRING("auth.key_file", auth_key_file),
@@ -297,6 +299,7 @@ config_defaults(struct config *cfg)
 	/* nginx reads a reply as it comes: only a client that does not
 	 * read ever waits, and it must not hold a worker for long. */
 	cfg->request_write_timeout = 1;
+	cfg->db_timeout = 10;
 	snprintf(cfg->ping_response, sizeof(cfg->ping_response), "pong");
 	snprintf(cfg->error_log, sizeof(cfg->error_log), "stderr");
 	snprintf(cfg->syslog_ident, sizeof(cfg->syslog_ident), "cfpm");

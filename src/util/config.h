@@ -78,6 +78,8 @@ struct config {
 	char		db_conninfo[CONFIG_MAX_VALUE];	/* "" = PG* environment */
 	char		db_read_conninfo[CONFIG_MAX_VALUE]; /* "" = reads use
 						   db.conninfo */
+	int		db_timeout;		/* seconds: the longest wait
+						   for the server, 1..3600 */
 
 	/* auth */
 	char		auth_issuer[CONFIG_MAX_VALUE];

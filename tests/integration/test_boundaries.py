@@ -549,7 +549,7 @@ def client_bytes(st, c):
              r"/events/1, phase", "the master logged the held requests as "
              "slow")
     tap.like(log.decode("utf-8", "replace"), r"GET /events/1: client went "
-             r"away; statement cancelled\n", "the 'client went away' line")
+             r"away; statement abandoned\n", "the 'client went away' line")
 
 
 def main(tap):

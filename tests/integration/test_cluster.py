@@ -9,6 +9,9 @@ balancer while, one after the other:
   d. an app host is partitioned (link down: packets dropped), then healed;
   a. the primary's host is killed, then healed (it rejoins as standby);
   b. the primary is partitioned, then healed;
+  h. the primary is frozen (every process of its host SIGSTOPped,
+     pg_autoctl included: connections to it are accepted and never
+     answered), then healed (SIGCONT: it rejoins as standby);
   e. the standby is partitioned, then healed;
   f. the standby's host is killed, then healed (pg_auto_failover stops
      waiting for it: writes go on, on the primary alone, until it is
@@ -24,7 +27,7 @@ longest stretch without a 201 after it, reported). At the end both
 database hosts hold every acknowledged row. Figures: $CLUSTER_DIR/
 results.json and the diagnostics below.
 
-Needs root and network namespaces. CFPM_CLUSTER_FAULTS=c,d,a,b,e,f,g
+Needs root and network namespaces. CFPM_CLUSTER_FAULTS=c,d,a,b,h,e,f,g
 (the default) picks faults and their order.
 """
 
@@ -69,6 +72,7 @@ FAULTS = {
     "d": ("app host partitioned", "partition", "app2", APP_PART_HOLD_S),
     "a": ("primary's host killed", "kill", "primary", None),
     "b": ("primary partitioned", "partition", "primary", None),
+    "h": ("primary frozen", "freeze", "primary", None),
     "e": ("standby partitioned", "partition", "standby", None),
     "f": ("standby's host killed", "kill", "standby", None),
     "g": ("monitor killed", "kill", "monitor", MONITOR_HOLD_S),
@@ -115,6 +119,12 @@ class Cluster:
                 self.token = f.read().strip()
         return rc == 0
 
+    def balancer(self):
+        """(host, port) of the balancer's URL."""
+        lb, _, port = self.env["URL"].split("://", 1)[1].rstrip("/") \
+            .partition(":")
+        return lb, int(port or 80)
+
     def resolve(self, host):
         """primary, standby: the db host that is one now; others as
         named."""
@@ -149,24 +159,25 @@ class Cluster:
 
 class Load:
     """Writers (POST a marker, then GET the id given) and readers (GET ids
-    others were given) through the balancer until stop(). Every request
-    is recorded: (op, start, end, outcome, id, marker)."""
+    others were given; with seeded, ids 1..seeded, which every database
+    holds) against host:port until stop(). Every request is recorded:
+    (op, start, end, outcome, id, marker)."""
 
-    def __init__(self, cl, kind):
-        url = cl.env["URL"].split("://", 1)[1].rstrip("/")
-        host, _, port = url.partition(":")
-        self.host, self.port = host, int(port or 80)
-        self.auth = [("Authorization", "Bearer " + cl.token)]
+    def __init__(self, host, port, token, kind, writers=WRITERS,
+                 readers=READERS, seeded=0):
+        self.host, self.port = host, port
+        self.auth = [("Authorization", "Bearer " + token)]
         self.kind = kind
+        self.seeded = seeded
         self.lock = threading.Lock()
         self.records = []
         self.acked = []         # ids answered 201
         self.stopping = threading.Event()
         self.threads = [threading.Thread(target=self._writer, args=(c,),
                                          daemon=True)
-                        for c in range(WRITERS)]
+                        for c in range(writers)]
         self.threads += [threading.Thread(target=self._reader, daemon=True)
-                         for _ in range(READERS)]
+                         for _ in range(readers)]
         for t in self.threads:
             t.start()
 
@@ -202,7 +213,8 @@ class Load:
     def _reader(self):
         while not self.stopping.is_set():
             with self.lock:
-                rid = random.choice(self.acked) if self.acked else None
+                rid = random.randint(1, self.seeded) if self.seeded else \
+                    random.choice(self.acked) if self.acked else None
             if rid is None:
                 time.sleep(FAIL_PAUSE_S)
                 continue
@@ -295,7 +307,7 @@ def run_fault(tap, cl, key):
     kind = "cluster-%s-%d" % (key, os.getpid())
     tap.diag("-- %s. %s" % (key, name))
     target = cl.resolve(host)
-    load = Load(cl, kind)
+    load = Load(*cl.balancer(), cl.token, kind)
     time.sleep(WARMUP_S)
     rc, _ = cl.tool("--" + action, target)
     t0 = time.monotonic()
@@ -342,7 +354,7 @@ def check_replicas(tap, cl, runs):
 
 def body(tap):
     keys = (os.environ.get("CFPM_CLUSTER_FAULTS") or
-            "c,d,a,b,e,f,g").split(",")
+            "c,d,a,b,h,e,f,g").split(",")
     cl = Cluster(tap)
     if not tap.ok(cl.up(), "tools/cluster-up brought the cluster up"):
         return

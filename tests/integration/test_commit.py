@@ -15,8 +15,9 @@ complete exchange, and database failures are logged once.
    reconnects and the next request succeeds. Reads answer 503, never a 200
    from a partial exchange.
 2. Synchronous replication for real: synchronous_standby_names names a
-   standby that never comes; request_terminate_timeout cancels the wait;
-   the server commits locally and warns. The answer is 503, not 201.
+   standby that never comes; an operator cancels the wait
+   (pg_cancel_backend): the server commits locally and warns. The answer
+   is 503, not 201. Left alone, the wait is given up at db.timeout: 503.
 3. Crash loop: 16 writers through nginx while PostgreSQL is restarted with
    pg_ctl -m immediate (CFPM_CRASHLOOP_ROUNDS times, default 4, over
    CFPM_CRASHLOOP_SECONDS, default 40): no acknowledged id missing, no
@@ -34,6 +35,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -49,6 +51,7 @@ READ_ID = 5
 KIND = "commit-%d" % os.getpid()
 ROUNDS = int(os.environ.get("CFPM_CRASHLOOP_ROUNDS") or 4)
 SECONDS = float(os.environ.get("CFPM_CRASHLOOP_SECONDS") or 40)
+SYNC_DB_TIMEOUT_S = 2    # db.timeout while a commit waits for no standby
 OUTAGE_MIN_S = 5.0      # PostgreSQL stays down at least this long ...
 OUTAGE_503S = 300       # ... and until this many 503s were answered
 OUTAGE_MAX_S = 20.0     # ... or this long
@@ -251,35 +254,59 @@ def check_cuts(st):
 # ---------------------------------------------------------------------------
 # 2. A real cancelled synchronous-replication wait
 
+def syncrep_backend(st):
+    """The pid of a cfpm backend waiting for a synchronous standby."""
+    rows = st.pg.psql("SELECT pid FROM pg_stat_activity WHERE "
+                      "application_name = 'cfpm' AND wait_event = 'SyncRep'")
+    return int(rows[0][0]) if rows else None
+
+
 def check_sync_rep(st):
     tap = st.tap
-    tap.diag("-- 2. synchronous replication: the wait cancelled "
-             "(request_terminate_timeout), the commit only local")
+    tap.diag("-- 2. synchronous replication: the wait cancelled by an "
+             "operator, then left to db.timeout; the commit only local")
     c = st.start_cfpm({"pm.max_children": CUT_POOL,
-                       "request_terminate_timeout": 1})
+                       "db.timeout": SYNC_DB_TIMEOUT_S})
     before = c.workers()
     mark = len(log_text(c.log))
     st.pg.psql("ALTER SYSTEM SET synchronous_standby_names = "
                "'cfpm_no_such_standby'")
     st.pg.psql("SELECT pg_reload_conf()")
+    got = {}
     try:
         time.sleep(0.3)
         marker = "syncrep-%d" % os.getpid()
-        r = post_marker(st, marker)
+        t = threading.Thread(target=lambda: got.update(
+            r=post_marker(st, marker, timeout=20)))
+        t.start()
+        pid = ct.wait_for(lambda: syncrep_backend(st), 10, 0.05)
+        if pid:
+            st.pg.psql("SELECT pg_cancel_backend(%d)" % pid)
+        t.join(20)
+        r = got.get("r")
+        # Left alone, the wait outlasts db.timeout: the link is dropped.
+        slow = "syncrep-slow-%d" % os.getpid()
+        t0 = time.monotonic()
+        r_slow = post_marker(st, slow, timeout=20)
+        took = time.monotonic() - t0
     finally:
         st.pg.psql("ALTER SYSTEM RESET synchronous_standby_names")
         st.pg.psql("SELECT pg_reload_conf()")
     present = rows_for(st, marker)
     warned = any(SYNC_WARNING in l for l in log_since(c, mark))
-    tap.diag("sync rep: POST -> %d, row %s%s" % (
-        r.status, "present (committed locally: the allowed unknown "
+    tap.diag("sync rep: POST -> %s, row %s%s" % (
+        r and r.status, "present (committed locally: the allowed unknown "
         "outcome)" if present else "absent",
         "" if warned else ", no WARNING seen in the log"))
-    tap.ok(warned, "sync rep: the server warned that the wait was "
+    tap.ok(pid and warned, "sync rep: the server warned that the wait was "
            "cancelled (the scenario happened)")
-    tap.ok(r.status == 503 and r.json() == {"error": "unavailable"},
+    tap.ok(r is not None and r.status == 503 and
+           r.json() == {"error": "unavailable"},
            "sync rep: a commit that may not be replicated is 503, not 201",
            "got %r, row count %d" % (r, present))
+    tap.ok(r_slow.status == 503 and took < SYNC_DB_TIMEOUT_S + 1.5,
+           "sync rep: a commit waiting for the standby past db.timeout is "
+           "503 at the deadline (%.2f s)" % took, "got %r" % r_slow)
     time.sleep(0.3)
     r2 = post_marker(st, marker + "-after")
     tap.ok(r2.status == 201 and rows_for(st, marker + "-after") == 1,

@@ -17,8 +17,10 @@ end through nginx, cfpm and a private PostgreSQL.
    STATUS= saying the database is unavailable, /health 503; every worker
    connected (STATUS= without it) once PostgreSQL is up, with or without
    traffic.
-4. Client abort: a client gives up on a request stuck in the database (and
-   on one still queued in the listen backlog); the pool carries on.
+4. Client abort: a client gives up on a request stuck in the database:
+   its worker abandons it at once (the connection dropped, the lock still
+   held) and the server ends the statement itself, no row written; one
+   still queued in the listen backlog; the pool carries on.
 5. Resource limits: 1,000 requests on keep-alive connections while 1,000
    idle client connections are held open; worker RSS after 1,000 requests
    and after up to 100,000.
@@ -590,6 +592,13 @@ def open_request(st, method, path, token, body=None):
     return s
 
 
+def lock_waiters(st):
+    """Pids of cfpm's backends waiting for a lock."""
+    return [int(r[0]) for r in st.pg.psql(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = 'cfpm' "
+        "AND wait_event_type = 'Lock'")]
+
+
 def fcgi_peer_open(pid):
     """True while process pid holds a connection accepted on cfpm.sock
     whose peer (nginx) is still open: ss shows peer inode 0 once the other
@@ -628,6 +637,7 @@ def check_client_abort(st):
         stuck = ct.wait_for(lambda: st.pg.waiting_locks() >= 1, 5, 0.05)
         tap.ok(stuck, "abort: the POST is in flight, blocked in the "
                "database")
+        backend = lock_waiters(st)
         for p in (status_json(st, "full&json") or {}).get("processes", []):
             if p.get("request uri") == "/events" and \
                     p.get("state") != "Idle":
@@ -650,21 +660,32 @@ def check_client_abort(st):
         # While the lock is still held the pool's other workers serve.
         r = st.get("/auth", tok, timeout=5)
         tap.is_(r.status, 200, "abort: other workers serve meanwhile")
+
+        def finished():
+            for p in (status_json(st, "full&json") or {}).get(
+                    "processes", []):
+                if p.get("pid") == busy_pid:
+                    return p.get("state") == "Idle" and \
+                        (p.get("requests") or 0) > (busy_n or 0)
+            return False
+        tap.ok(ct.wait_for(finished, 5, 0.1), "abort: with the lock still "
+               "held the worker gave up the aborted request and is idle "
+               "again")
+        noticed = ct.wait_for(lambda: "POST /events: client went away; "
+                              "statement abandoned" in
+                              log_text(c.log)[mark:], 3)
+        tap.ok(noticed, "abort: the worker noticed the client had left and "
+               "abandoned its statement (log line)")
+        # Its connection dropped, the server ends the statement itself
+        # (client_connection_check_interval), lock or no lock. (The
+        # worker's new connection waits for the lock too, to prepare.)
+        ended = ct.wait_for(lambda: not set(backend) & set(
+            lock_waiters(st)), 3, 0.05)
+        tap.ok(len(backend) == 1 and ended, "abort: the server ended the "
+               "abandoned INSERT (backend %r) while the lock was still "
+               "held" % backend)
     finally:
         st.pg.release_lock(holder)
-
-    def finished():
-        for p in (status_json(st, "full&json") or {}).get("processes", []):
-            if p.get("pid") == busy_pid:
-                return p.get("state") == "Idle" and \
-                    (p.get("requests") or 0) > (busy_n or 0)
-        return False
-    tap.ok(ct.wait_for(finished, 5, 0.1), "abort: once the lock is gone the "
-           "worker finishes the aborted request and is idle again")
-    noticed = ct.wait_for(lambda: "POST /events: client went away; "
-                          "statement cancelled" in log_text(c.log)[mark:], 3)
-    tap.ok(noticed, "abort: the worker noticed the client had left and "
-           "cancelled its statement (log line)")
     rows = st.pg.psql("SELECT count(*) FROM events WHERE kind = 'abort'")
     tap.is_(rows[0][0], "0", "abort: the abandoned INSERT was cancelled, "
             "no row written")

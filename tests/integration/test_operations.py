@@ -258,10 +258,41 @@ def backend_pid(stack):
     return int(rows[0][0]) if rows else None
 
 
+def busy_worker(stack):
+    """The pid of the worker serving a POST /events, or None."""
+    r, st = status_json(stack, "json&full")
+    for p in (st or {}).get("processes", []):
+        if p.get("request uri") == "/events" and p.get("state") != "Idle":
+            return p.get("pid")
+    return None
+
+
+def workers_db_ok(stack):
+    r, st = status_json(stack, "json&full")
+    procs = (st or {}).get("processes", [])
+    return bool(procs) and all(p.get("database") == "ok" for p in procs)
+
+
+def stuck_post(stack, find):
+    """Locks events and sends one POST that waits for the lock; returns
+    (the lock, the thread list, its results, find()'s pid or None)."""
+    lock = stack.pg.lock_table()
+    results = []
+    threads = blocked_posts(stack, 1, stack.tokens["valid"], results)
+    return lock, threads, results, ct.wait_for(find, 10, 0.1)
+
+
+def unlock_connected(tap, stack, lock, desc):
+    """Releases the lock; every worker's database is ok again soon."""
+    ct.Cluster.release_lock(lock)
+    tap.ok(ct.wait_for(lambda: workers_db_ok(stack), 10, 0.2), desc)
+
+
 def test_terminate(tap, stack):
     """A request stuck in PostgreSQL is cut at request_terminate_timeout
-    (PQcancel: the worker survives); the slow log names it; a worker whose
-    backend cannot even cancel is killed and replaced."""
+    (its connection dropped, no PQcancel: the worker survives), also when
+    the backend itself is frozen; the slow log names it; a worker that
+    does not come back (frozen itself) is killed and replaced."""
     c = stack.start_cfpm(stack_settings(stack, {
         "request_terminate_timeout": 2, "request_slowlog_timeout": 1}))
     workers = c.workers()
@@ -276,18 +307,33 @@ def test_terminate(tap, stack):
     log = ct.tail(c.log, 50)
     tap.like(log, r"slow request: worker \d+, POST /events, phase Database",
              "slow log names worker, URI and phase")
-    tap.is_(c.workers(), workers, "the worker survived the cancel")
-    # Now a backend that cannot answer the cancel: SIGSTOP it.
-    results = []
-    threads = blocked_posts(stack, 1, stack.tokens["valid"], results)
-    pid = ct.wait_for(lambda: backend_pid(stack), 10, 0.1)
+    tap.is_(c.workers(), workers, "the worker survived")
+    unlock_connected(tap, stack, lock, "the worker connected again once "
+                     "the lock was gone")
+    # A backend that could not even answer a cancel: SIGSTOP it.
+    lock, threads, results, pid = stuck_post(stack,
+                                             lambda: backend_pid(stack))
     tap.ok(pid, "found the stuck backend")
     if pid:
         os.kill(pid, signal.SIGSTOP)
-    replaced = ct.wait_for(lambda: len(set(c.workers()) - set(workers)) == 1,
-                           15, 0.2)
+    for t in threads:
+        t.join(30)
     if pid:
         os.kill(pid, signal.SIGCONT)
+    tap.ok(len(results) == 1 and results[0].status == 503 and
+           results[0].elapsed < 5, "a request whose backend is frozen is "
+           "503 at the timeout all the same",
+           "got %r" % [(x.status, round(x.elapsed, 2)) for x in results])
+    tap.is_(c.workers(), workers, "its worker survived")
+    unlock_connected(tap, stack, lock, "every worker is connected again")
+    # A worker that does not come back: SIGSTOP the worker itself.
+    lock, threads, results, wpid = stuck_post(stack,
+                                              lambda: busy_worker(stack))
+    tap.ok(wpid in workers, "found the worker holding the POST (%r)" % wpid)
+    if wpid in workers:
+        os.kill(wpid, signal.SIGSTOP)
+    replaced = ct.wait_for(lambda: len(set(c.workers()) - set(workers)) == 1,
+                           15, 0.2)
     tap.ok(replaced, "a worker that does not come back is killed and "
            "replaced")
     ct.Cluster.release_lock(lock)
@@ -297,7 +343,7 @@ def test_terminate(tap, stack):
              r"worker \d+", "the kill is logged")
     r, st = status_json(stack)
     tap.ok(st and st["respawns terminate"] == 1 and
-           st["terminated requests"] == 1 and st["slow requests"] >= 2,
+           st["terminated requests"] == 1 and st["slow requests"] >= 3,
            "status counts the terminate and the slow requests", repr(st))
     r = stack.get("/events/1", token=stack.tokens["valid"])
     tap.is_(r.status, 200, "the pool serves again")

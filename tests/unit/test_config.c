@@ -47,6 +47,7 @@ test_defaults(void)
 	is_str(cfg.status_owner, "", "default pm.status_listen.owner");
 	is_str(cfg.status_group, "", "default pm.status_listen.group");
 	is_int(cfg.worker_seccomp, 1, "default worker.seccomp on");
+	is_int(cfg.db_timeout, 10, "default db.timeout 10 s");
 	is_str(cfg.syslog_ident, "cfpm", "default syslog.ident");
 	is_int(cfg.syslog_facility, LOG_DAEMON, "default syslog.facility "
 	    "daemon (PHP-FPM's)");
@@ -259,6 +260,7 @@ test_full(void)
 	    "request_slowlog_timeout = 5s\n"
 	    "process_control_timeout = 30\n"
 	    "db.conninfo = \"host=/run/postgresql dbname=events\"\n"
+	    "db.timeout = 2m\n"
 	    "auth.issuer = https://auth.bench.local\n"
 	    "auth.audience = events-api\n"
 	    "auth.key_file = /etc/cfpm/jwks.json\n"
@@ -288,6 +290,7 @@ test_full(void)
 	is_int(cfg.process_control_timeout, 30, "process_control_timeout");
 	is_str(cfg.db_conninfo, "host=/run/postgresql dbname=events",
 	    "quotes stripped");
+	is_int(cfg.db_timeout, 120, "db.timeout 2m is 120 s");
 	is_int(cfg.auth_leeway, 30, "auth.leeway");
 	is_int(cfg.auth_errors, CONFIG_AUTH_COMPAT, "auth.errors compat");
 	is_int(cfg.auth_typ_strict, 1, "auth.typ strict");
@@ -337,6 +340,14 @@ test_errors(void)
 	expect_error("request_terminate_timeout = 25h\n", "longer than",
 	    "duration too long");
 	expect_error("auth.leeway = -1\n", "out of range", "negative leeway");
+	/* Every wait for the database is bounded: no 0 = off. */
+	expect_error("db.timeout = 0\n", "db.timeout: 0 is out of range 1..3600",
+	    "db.timeout 0");
+	expect_error("db.timeout = 0s\n", "out of range", "db.timeout 0s");
+	expect_error("db.timeout = 2h\n", "db.timeout: 2h is longer than "
+	    "3600s", "db.timeout past an hour");
+	expect_error("db.timeout = 500ms\n", "not an integer",
+	    "db.timeout in ms");
 	expect_error("worker.seccomp = yes\n", "worker.seccomp: expected on or "
 	    "off", "bad worker.seccomp");
 	expect_error("worker.seccomp =\n", "expected on or off",
