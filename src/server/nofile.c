@@ -43,7 +43,9 @@ nofile_worker(const struct config *cfg)
 	n += 1;			/* the listen socket */
 	n += 2;			/* the kick and wake eventfds */
 	n += 1;			/* its epoll set */
-	n += 2 * links;		/* each link, and a cancel's own socket */
+	n += links;		/* each link (one socket, also while it
+				   connects: db.c drops before it starts) */
+	n += 1;			/* db.c's interrupt eventfd */
 	n += 1 + KEEP_MAX_RELEASED;	/* the kept connection, released ones */
 	n += 1;			/* the connection it serves */
 	n += cfg->access_log[0] != '\0';

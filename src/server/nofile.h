@@ -41,7 +41,7 @@ struct nofile_need {
  * What cfg needs: the master's listen and status sockets, status
  * connections, eventfds, log and syslog descriptors, the include files a
  * reload reads; each worker's listen socket, eventfds, epoll, database
- * links (and their cancels), kept and released connections, the one it
+ * links and db.c's interrupt eventfd, kept and released connections, the one it
  * serves, access log, logs. Fills *n.
  */
 void nofile_need(const struct config *cfg, struct nofile_need *n);
