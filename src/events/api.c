@@ -26,13 +26,14 @@
 #define API_MAX_LOGGED_ERROR	256	/* bytes of a database error logged */
 
 struct api_ctx *
-api_new(const struct config *cfg, const struct auth *auth, struct db *db)
+api_new(const struct settings *settings, const struct auth *auth,
+    struct db *db)
 {
 	struct api_ctx *ctx = calloc(1, sizeof(*ctx));
 
 	if (ctx == NULL)
 		return NULL;
-	ctx->cfg = cfg;
+	ctx->settings = settings;
 	ctx->auth = auth;
 	ctx->db = db;
 	ctx->body = malloc(HTTP_MAX_BODY + 1);
@@ -83,7 +84,7 @@ api_auth_error(struct api_ctx *ctx, struct http_request *r,
 {
 	char headers[HTTP_MAX_REPLY_HEADERS];
 
-	if (ctx->cfg->auth_errors == CONFIG_AUTH_COMPAT)
+	if (ctx->settings->errors == SETTINGS_ERRORS_COMPAT)
 		return api_error(r, 401, "invalid_token", "WWW-Authenticate: "
 		    "Bearer error=\"invalid_token\"\r\n");
 	switch (res) {

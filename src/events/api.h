@@ -11,15 +11,15 @@
 #include <stddef.h>
 
 #include "events/auth.h"
+#include "events/settings.h"
 #include "server/db.h"
 #include "server/http.h"
-#include "util/config.h"
 
 #define API_MAX_REPLY	(1024 * 1024)	/* largest reply body */
 
 /* What a worker hands each request: all owned by the worker. */
 struct api_ctx {
-	const struct config	*cfg;
+	const struct settings	*settings;
 	const struct auth	*auth;
 	struct db		*db;
 	char			*body;		/* HTTP_MAX_BODY + 1 bytes */
@@ -27,12 +27,12 @@ struct api_ctx {
 };
 
 /*
- * A worker's context over cfg, the keys and its database connection
- * (all borrowed), with its request and reply buffers. NULL when out of
- * memory.
+ * A worker's context over the settings, the keys and its database
+ * connection (all borrowed), with its request and reply buffers. NULL
+ * when out of memory.
  */
-struct api_ctx *api_new(const struct config *cfg, const struct auth *auth,
-    struct db *db);
+struct api_ctx *api_new(const struct settings *settings,
+    const struct auth *auth, struct db *db);
 
 /* Frees ctx and its buffers (NULL is fine). */
 void api_free(struct api_ctx *ctx);
