@@ -993,8 +993,8 @@ cmd_keygen(int argc, char **argv)
 	if (optind != argc || dir == NULL)
 		return usage_cmd("keygen", 0);
 	/* The server refuses a key set whose kid it could not match. */
-	if (*kid == '\0' || strlen(kid) > JWT_MAX_KID) {
-		msg("--kid: 1 to %d bytes", JWT_MAX_KID);
+	if (*kid == '\0' || strlen(kid) > JWK_MAX_KID) {
+		msg("--kid: 1 to %d bytes", JWK_MAX_KID);
 		return usage_cmd("keygen", 0);
 	}
 	if (dir_make(dir) == -1 || (key = key_generate(bits)) == NULL)

@@ -25,7 +25,7 @@ auth_init(struct auth *a, const struct settings *s, char *err,
 	if ((buf = readfile(s->key_file, AUTH_MAX_KEY_FILE, &len, err,
 	    errlen)) == NULL)
 		return -1;
-	a->keys = jwt_keyset_parse(buf, len, s->key_id[0] != '\0' ?
+	a->keys = jwk_set_parse(buf, len, s->key_id[0] != '\0' ?
 	    s->key_id : NULL, why, sizeof(why));
 	free(buf);
 	if (a->keys == NULL) {
@@ -45,7 +45,7 @@ auth_init(struct auth *a, const struct settings *s, char *err,
 void
 auth_free(struct auth *a)
 {
-	jwt_keyset_free(a->keys);
+	jwk_set_free(a->keys);
 	a->keys = NULL;
 }
 

@@ -25,7 +25,7 @@ enum auth_result {
 };
 
 struct auth {
-	struct jwt_keyset	*keys;
+	struct jwk_set		*keys;
 	struct jwt_policy	 policy;
 	char			 issuer[CONFIG_MAX_VALUE];
 	char			 audience[CONFIG_MAX_VALUE];
