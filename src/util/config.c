@@ -323,8 +323,9 @@ cfg_unquote(char **value, char *why, size_t whylen)
 	return 0;
 }
 
-#define CFG_NDIRECTIVES	(sizeof(config_directives) / sizeof(config_directives[0]))
-#define CFG_ALIGN	_Alignof(max_align_t)	/* of every app's settings */
+#define CFG_NDIRECTIVES	\
+	(sizeof(config_directives) / sizeof(config_directives[0]))
+#define CFG_ALIGN	_Alignof(max_align_t)	/* each app's settings */
 
 /* The row of table (n rows) for key, or NULL. */
 static const struct config_directive *

@@ -569,7 +569,8 @@ test_app_keys(void)
 	    "is out of range 1..100", "a bad value of the selected "
 	    "application's key names file:line");
 	expect_app_error("demo.color = green\n", "t.conf:1: demo.color: "
-	    "expected red or blue", "a bad keyword of the selected application");
+	    "expected red or blue", "a bad keyword of the selected "
+	    "application");
 	expect_app_error("pm.max_children = 2\ndemo.sise = 1\n", "t.conf:2: "
 	    "unknown key \"demo.sise\"", "a misspelt key of the selected "
 	    "application");
