@@ -38,9 +38,10 @@ struct api_ctx *api_new(const struct settings *settings,
 void api_free(struct api_ctx *ctx);
 
 /*
- * Routes and answers one request; always sends a reply (500 if nothing
- * better applies). Returns 0, or -1 if the reply could not be written
- * (client gone).
+ * Routes one request through the route table and gives its one reply
+ * (http_reply; the server sends it after this returns). Returns 0, or -1
+ * if the reply could not be framed (http_reply failed: the server
+ * answers 500 itself).
  */
 int api_handle(struct api_ctx *ctx, struct http_request *r);
 
