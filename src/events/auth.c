@@ -1,7 +1,7 @@
 /*
  * auth.c: Authorization header parsing and scope policy (worker), and the
  * key set they verify against. The master reads and parses the key file
- * (auth_init, from master_load_config at start and on every reload);
+ * (auth_init, from events_load: at start, for -t and on every reload);
  * workers inherit the parsed keys and never read the file.
  */
 #include "events/auth.h"
