@@ -1160,21 +1160,30 @@ tok_defaults(struct tok_args *a)
 	return 0;
 }
 
+/* mint and sign: one token signed with --key, printed. */
 static int
-cmd_mint(const struct cmd *cmd, const struct tok_args *a)
+tok_one(const struct tok_args *a, int verbatim)
 {
 	struct signer s;
 	char *tok;
 	int rc;
 
-	(void)cmd;
 	if (signer_init(&s, key_load(a->key)) == -1)
 		return 1;
-	tok = tok_mint(&s, &a->c);
+	/* sign: verbatim, the bytes given are the bytes signed. */
+	tok = verbatim ? jws_compact(&s, a->header, strlen(a->header),
+	    a->payload, strlen(a->payload)) : tok_mint(&s, &a->c);
 	rc = tok_print(tok) == -1 ? 1 : 0;
 	free(tok);
 	signer_free(&s);
 	return rc;
+}
+
+static int
+cmd_mint(const struct cmd *cmd, const struct tok_args *a)
+{
+	(void)cmd;
+	return tok_one(a, 0);
 }
 
 /*
@@ -1184,20 +1193,8 @@ cmd_mint(const struct cmd *cmd, const struct tok_args *a)
 static int
 cmd_sign(const struct cmd *cmd, const struct tok_args *a)
 {
-	struct signer s;
-	char *tok;
-	int rc;
-
 	(void)cmd;
-	if (signer_init(&s, key_load(a->key)) == -1)
-		return 1;
-	/* Verbatim: the bytes given are the bytes signed. */
-	tok = jws_compact(&s, a->header, strlen(a->header), a->payload,
-	    strlen(a->payload));
-	rc = tok_print(tok) == -1 ? 1 : 0;
-	free(tok);
-	signer_free(&s);
-	return rc;
+	return tok_one(a, 1);
 }
 
 /*
