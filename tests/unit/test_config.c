@@ -11,25 +11,20 @@
 #include <syslog.h>
 
 #include "util/config.h"
+#include "configtest.h"
 #include "tap.h"
 
+/* Text parsed on top of the defaults, no application registered. */
 static int
 parse(struct config *cfg, const char *text, char *err, size_t errlen)
 {
-	config_defaults(cfg);
-	err[0] = '\0';
-	return config_parse(cfg, "t.conf", text, strlen(text), err, errlen);
+	return configtest_parse(config_defaults, cfg, text, err, errlen);
 }
 
 static void
 expect_error(const char *text, const char *want, const char *what)
 {
-	static struct config cfg;
-	char err[CONFIG_ERR_LEN];
-
-	is_int(parse(&cfg, text, err, sizeof(err)), -1, "%s: rejected", what);
-	ok(strstr(err, want) != NULL, "%s: message \"%s\" has \"%s\"", what,
-	    err, want);
+	configtest_error(config_defaults, text, want, what);
 }
 
 static void
@@ -477,16 +472,10 @@ static const char demo_owner, other_owner, bare_owner;
 static void
 setup_apps(struct config *cfg)
 {
-	char err[CONFIG_ERR_LEN];
-
 	config_defaults(cfg);
-	if (config_register(cfg, "demo", &demo_app, &demo_owner, err,
-	    sizeof(err)) == -1 || config_register(cfg, "other", &other_app,
-	    &other_owner, err, sizeof(err)) == -1 || config_register(cfg,
-	    "bare", NULL, &bare_owner, err, sizeof(err)) == -1) {
-		printf("Bail out! config_register: %s\n", err);
-		exit(1);
-	}
+	configtest_register(cfg, "demo", &demo_app, &demo_owner);
+	configtest_register(cfg, "other", &other_app, &other_owner);
+	configtest_register(cfg, "bare", NULL, &bare_owner);
 }
 
 static const struct demo_settings *
@@ -505,21 +494,13 @@ other_of(const struct config *cfg)
 static int
 parse_apps(struct config *cfg, const char *text, char *err, size_t errlen)
 {
-	setup_apps(cfg);
-	err[0] = '\0';
-	return config_parse(cfg, "t.conf", text, strlen(text), err, errlen);
+	return configtest_parse(setup_apps, cfg, text, err, errlen);
 }
 
 static void
 expect_app_error(const char *text, const char *want, const char *what)
 {
-	static struct config cfg;
-	char err[CONFIG_ERR_LEN];
-
-	is_int(parse_apps(&cfg, text, err, sizeof(err)), -1, "%s: rejected",
-	    what);
-	ok(strstr(err, want) != NULL, "%s: message \"%s\" has \"%s\"", what,
-	    err, want);
+	configtest_error(setup_apps, text, want, what);
 }
 
 static void

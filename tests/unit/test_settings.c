@@ -11,6 +11,7 @@
 
 #include "events/settings.h"
 #include "util/config.h"
+#include "configtest.h"
 #include "tap.h"
 
 /* The defaults with "events" (the default app) and "hello" registered,
@@ -18,34 +19,21 @@
 static void
 setup(struct config *cfg)
 {
-	char err[CONFIG_ERR_LEN];
-
 	config_defaults(cfg);
-	if (config_register(cfg, "events", &settings_table, NULL, err,
-	    sizeof(err)) == -1 || config_register(cfg, "hello", NULL, NULL,
-	    err, sizeof(err)) == -1) {
-		printf("Bail out! config_register: %s\n", err);
-		exit(1);
-	}
+	configtest_register(cfg, "events", &settings_table, NULL);
+	configtest_register(cfg, "hello", NULL, NULL);
 }
 
 static int
 parse(struct config *cfg, const char *text, char *err, size_t errlen)
 {
-	setup(cfg);
-	err[0] = '\0';
-	return config_parse(cfg, "t.conf", text, strlen(text), err, errlen);
+	return configtest_parse(setup, cfg, text, err, errlen);
 }
 
 static void
 expect_error(const char *text, const char *want, const char *what)
 {
-	static struct config cfg;
-	char err[CONFIG_ERR_LEN];
-
-	is_int(parse(&cfg, text, err, sizeof(err)), -1, "%s: rejected", what);
-	ok(strstr(err, want) != NULL, "%s: message \"%s\" has \"%s\"", what,
-	    err, want);
+	configtest_error(setup, text, want, what);
 }
 
 static void
