@@ -664,12 +664,26 @@ cfg_check_address(const char *key, const char *address, const char *name,
 	return -1;
 }
 
+/*
+ * What the application needs (auth.* for the events API) is its own
+ * rule, and only the selected one's applies.
+ */
+static int
+cfg_validate_app(const struct config *cfg, const char *name, char *err,
+    size_t errlen)
+{
+	const struct config_registered *r = cfg_find_app(cfg, cfg->app);
+
+	if (r == NULL || r->settings == NULL || r->settings->validate == NULL)
+		return 0;
+	return r->settings->validate(cfg->app_settings.bytes + r->offset, name,
+	    err, errlen);
+}
+
 int
 config_validate(const struct config *cfg, const char *name, char *err,
     size_t errlen)
 {
-	const struct config_registered *r;
-
 	if (cfg->listen[0] == '\0') {
 		snprintf(err, errlen, "%s: listen is not set", name);
 		return -1;
@@ -708,11 +722,5 @@ config_validate(const struct config *cfg, const char *name, char *err,
 		    "both %s", name, cfg->ping_path);
 		return -1;
 	}
-	/* What the application needs (auth.* for the events API) is its
-	 * own rule: only the selected one's apply. */
-	if ((r = cfg_find_app(cfg, cfg->app)) == NULL || r->settings == NULL ||
-	    r->settings->validate == NULL)
-		return 0;
-	return r->settings->validate(cfg->app_settings.bytes + r->offset, name,
-	    err, errlen);
+	return cfg_validate_app(cfg, name, err, errlen);
 }
