@@ -17,9 +17,9 @@ test_apps.py: the server runs the application its configuration names
   (-t, exit 1, "FILE: KEY is not set").
 - An application's keys are its own and known wherever they stand: a
   misspelt auth.* key or a bad auth.* value is refused at its file:line
-  by -t whichever application is selected; auth.* keys in an included
-  file, with app = after them, reach the events API (a start serves
-  GET /auth with them).
+  by -t whichever application is selected, and so is an unknown app =
+  value; auth.* keys in an included file, with app = after them, reach
+  the events API (a start serves GET /auth with them).
 - app = a name cfpm does not have: -t and a start fail (exit 1) with a
   message naming the file, the key and the value; a reload to another
   application is refused (it needs a restart) and the pool keeps
@@ -152,6 +152,12 @@ def check_app_keys(st):
         tap.ok(rc == 1 and want in out, "-t, app = %s, %s = %s: refused at "
                "its file:line" % (app, key, value),
                "rc %r, %r, want %r" % (rc, out, want))
+    conf = st.write_config({"app": "nosuch"})
+    want = "%s:%d: app: no application named" % (conf, line_of(
+        conf, "app = nosuch"))
+    rc, out = st.cfpm_test_config(conf)
+    tap.ok(rc == 1 and want in out, "-t: an unknown app is refused at its "
+           "file:line", "rc %r, %r, want %r" % (rc, out, want))
     auth = ("auth.issuer", "auth.audience", "auth.key_file", "auth.key_id")
     text = st.config_text(dict({k: None for k in auth}, app="hello"))
     inc = os.path.join(st.dir, "auth-keys.conf")
