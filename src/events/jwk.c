@@ -161,43 +161,65 @@ jwk_choose(const struct jwk_set *ks, const char *kid, size_t kidlen,
 	return 0;
 }
 
-/* Checks pkey and adds it to ks; takes ownership of pkey either way. */
+/* 0 if pkey is an RSA key fit to verify with, or -1 and why in err. */
 static int
-jwk_set_add(struct jwk_set *ks, EVP_PKEY *pkey, const char *kid,
-    size_t kidlen, const char *where, char *err, size_t errlen)
+jwk_key_check(EVP_PKEY *pkey, const char *where, char *err, size_t errlen)
 {
-	struct jwk_key *k;
 	BIGNUM *e = NULL;
-	int bits;
+	int bits, rc = -1;
 
 	/* RSA only; an RSA-PSS-only key is a different type and refused. */
 	if (!EVP_PKEY_is_a(pkey, "RSA")) {
 		jwk_error(err, errlen, "%s: not an RSA key", where);
-		goto fail;
+		return -1;
 	}
 	bits = EVP_PKEY_get_bits(pkey);
 	/* Under 2048 bits RSA is factorable in practice (NIST SP 800-131A). */
 	if (bits < JWK_KEY_MIN_BITS || bits > JWK_KEY_MAX_BITS) {
 		jwk_error(err, errlen, "%s: RSA key of %d bits (need %d to %d)",
 		    where, bits, JWK_KEY_MIN_BITS, JWK_KEY_MAX_BITS);
-		goto fail;
+		return -1;
 	}
 	/* e = 1 (or even) would make every signature trivial or broken. */
 	if (EVP_PKEY_get_bn_param(pkey, OSSL_PKEY_PARAM_RSA_E, &e) != 1 ||
-	    !BN_is_odd(e) || BN_is_one(e)) {
+	    !BN_is_odd(e) || BN_is_one(e))
 		jwk_error(err, errlen, "%s: bad RSA public exponent", where);
-		goto fail;
-	}
-	if (kid != NULL && (kidlen == 0 || kidlen > JWK_MAX_KID)) {
+	else
+		rc = 0;
+	BN_free(e);
+	return rc;
+}
+
+/* 0 if kid (kidlen bytes; NULL: none) may name a new key of ks. */
+static int
+jwk_kid_check(const struct jwk_set *ks, const char *kid, size_t kidlen,
+    const char *where, char *err, size_t errlen)
+{
+	if (kid == NULL)
+		return 0;
+	if (kidlen == 0 || kidlen > JWK_MAX_KID) {
 		jwk_error(err, errlen, "%s: kid empty or longer than %d bytes",
 		    where, JWK_MAX_KID);
-		goto fail;
+		return -1;
 	}
 	/* Two keys under one kid: which one verifies would be luck. */
-	if (kid != NULL && jwk_find(ks, kid, kidlen) != NULL) {
+	if (jwk_find(ks, kid, kidlen) != NULL) {
 		jwk_error(err, errlen, "%s: duplicate kid", where);
-		goto fail;
+		return -1;
 	}
+	return 0;
+}
+
+/* Checks pkey and adds it to ks; takes ownership of pkey either way. */
+static int
+jwk_set_add(struct jwk_set *ks, EVP_PKEY *pkey, const char *kid,
+    size_t kidlen, const char *where, char *err, size_t errlen)
+{
+	struct jwk_key *k;
+
+	if (jwk_key_check(pkey, where, err, errlen) == -1 ||
+	    jwk_kid_check(ks, kid, kidlen, where, err, errlen) == -1)
+		goto fail;
 	if (ks->nkeys == JWK_MAX_KEYS) {
 		jwk_error(err, errlen, "%s: more than %d keys", where,
 		    JWK_MAX_KEYS);
@@ -218,10 +240,8 @@ jwk_set_add(struct jwk_set *ks, EVP_PKEY *pkey, const char *kid,
 		k->kidlen = kidlen;
 		k->has_kid = 1;
 	}
-	BN_free(e);
 	return 0;
 fail:
-	BN_free(e);
 	EVP_PKEY_free(pkey);
 	return -1;
 }
