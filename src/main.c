@@ -25,7 +25,7 @@
 #define CFPM_DEFAULT_CONFIG	"/etc/cfpm/cfpm.conf"
 #endif
 
-/* What "app =" may name; the first is the default's (config.c). */
+/* What "app =" may name; the first is the default. */
 static const struct app *const main_apps[] = { &events_app, &hello_app,
     NULL };
 

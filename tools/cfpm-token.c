@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,7 @@
 #include <openssl/rsa.h>
 
 #include "events/base64url.h"
-#include "events/jwt.h"
+#include "events/jwk.h"
 
 /* The benchmark's token (SPEC "Benchmark tokens"). */
 #define TOK_DEF_ISS	"https://auth.bench.local"
@@ -112,63 +113,124 @@ static const struct bench_file bench_files[] = {
 	{ "foreign.jwt", TOK_DEF_SCOPE, TOK_DEF_EXP, TOK_DEF_NBF, 0, 1 },
 };
 
-/* Long options; values above any char. */
-enum {
-	OPT_KEY = 256,
-	OPT_DIR,
-	OPT_KID,
-	OPT_NO_KID,
-	OPT_BITS,
-	OPT_FORCE,
-	OPT_ISS,
-	OPT_NO_ISS,
-	OPT_AUD,
-	OPT_NO_AUD,
-	OPT_SUB,
-	OPT_NO_SUB,
-	OPT_SCOPE,
-	OPT_NO_SCOPE,
-	OPT_CLIENT_ID,
-	OPT_NO_CLIENT_ID,
-	OPT_JTI,
-	OPT_NO_JTI,
-	OPT_EXP,
-	OPT_NO_EXP,
-	OPT_NBF,
-	OPT_NO_NBF,
-	OPT_IAT,
-	OPT_NO_IAT,
-	OPT_TYP,
-	OPT_NO_TYP,
-	OPT_NOW,
-	OPT_HEADER,
-	OPT_PAYLOAD,
-	OPT_POOL,
-	OPT_DISTINCT_SUB,
+/* What the options of every command set; each command reads its own. */
+struct tok_args {
+	struct tok_claims c;	/* mint's claims; keygen's and bench's
+				   kid, bench's now */
+	const char	*key, *dir, *header, *payload;
+	int64_t		 bits, pool;
+	int		 force, distinct_sub;
+	int		 aud_set;	/* the default aud replaced */
 };
+
+/* The commands, as bits: which take an option, which need it. */
+enum {
+	TOK_KEYGEN = 1 << 0,
+	TOK_MINT = 1 << 1,
+	TOK_SIGN = 1 << 2,
+	TOK_BENCH = 1 << 3,
+};
+
+/* What an option does to struct tok_args. */
+enum tok_opt_kind {
+	TOK_OPT_STR,		/* field = the argument */
+	TOK_OPT_NULL,		/* --no-X: field = NULL */
+	TOK_OPT_INT,		/* field = the argument, in min..max */
+	TOK_OPT_SET,		/* no argument: only the flag below */
+	TOK_OPT_AUD,		/* --aud: one more audience (mint_aud) */
+	TOK_OPT_NO_AUD,		/* --no-aud: none */
+};
+
+#define TOK_NONE	((size_t)-1)	/* no field, no flag */
+
+/* One long option: the commands that take it and those that need it. */
+struct tok_opt {
+	const char	*name;
+	unsigned	 cmds;		/* TOK_KEYGEN | ... */
+	unsigned	 required;	/* commands that need it */
+	enum tok_opt_kind kind;
+	size_t		 field;		/* in struct tok_args */
+	size_t		 flag;		/* an int there, set to value */
+	int		 value;
+	int64_t		 min, max;	/* TOK_OPT_INT */
+};
+
+#define TOK_ARG(f)	offsetof(struct tok_args, f)
+#define OPT_STR(n, cmds, need, f) \
+	{ n, cmds, need, TOK_OPT_STR, TOK_ARG(f), TOK_NONE, 0, 0, 0 }
+#define OPT_NULL(n, cmds, f) \
+	{ n, cmds, 0, TOK_OPT_NULL, TOK_ARG(f), TOK_NONE, 0, 0, 0 }
+#define OPT_INT(n, cmds, f, lo, hi) \
+	{ n, cmds, 0, TOK_OPT_INT, TOK_ARG(f), TOK_NONE, 0, lo, hi }
+#define OPT_SET(n, cmds, flag, v) \
+	{ n, cmds, 0, TOK_OPT_SET, TOK_NONE, TOK_ARG(flag), v, 0, 0 }
+/* A claim time: its seconds from now, and its presence. */
+#define OPT_TIME(n, f, has) \
+	{ n, TOK_MINT, 0, TOK_OPT_INT, TOK_ARG(c.f), TOK_ARG(c.has), 1, \
+	    INT64_MIN, INT64_MAX }
+
+static const struct tok_opt tok_opts[] = {
+	OPT_STR("key", TOK_MINT | TOK_SIGN | TOK_BENCH,
+	    TOK_MINT | TOK_SIGN | TOK_BENCH, key),
+	OPT_STR("dir", TOK_KEYGEN | TOK_BENCH, TOK_KEYGEN | TOK_BENCH, dir),
+	OPT_STR("kid", TOK_KEYGEN | TOK_MINT | TOK_BENCH, 0, c.kid),
+	OPT_NULL("no-kid", TOK_MINT, c.kid),
+	OPT_INT("bits", TOK_KEYGEN, bits, TOK_MIN_BITS, TOK_MAX_BITS),
+	OPT_SET("force", TOK_KEYGEN, force, 1),
+	OPT_STR("typ", TOK_MINT, 0, c.typ),
+	OPT_NULL("no-typ", TOK_MINT, c.typ),
+	OPT_STR("iss", TOK_MINT, 0, c.iss),
+	OPT_NULL("no-iss", TOK_MINT, c.iss),
+	{ "aud", TOK_MINT, 0, TOK_OPT_AUD, TOK_NONE, TOK_NONE, 0, 0, 0 },
+	{ "no-aud", TOK_MINT, 0, TOK_OPT_NO_AUD, TOK_NONE, TOK_NONE, 0, 0, 0 },
+	OPT_STR("sub", TOK_MINT, 0, c.sub),
+	OPT_NULL("no-sub", TOK_MINT, c.sub),
+	OPT_STR("client-id", TOK_MINT, 0, c.client_id),
+	OPT_NULL("no-client-id", TOK_MINT, c.client_id),
+	OPT_STR("scope", TOK_MINT, 0, c.scope),
+	OPT_NULL("no-scope", TOK_MINT, c.scope),
+	{ "jti", TOK_MINT, 0, TOK_OPT_STR, TOK_ARG(c.jti), TOK_ARG(c.no_jti),
+	    0, 0, 0 },
+	OPT_SET("no-jti", TOK_MINT, c.no_jti, 1),
+	OPT_TIME("exp", exp, has_exp),
+	OPT_SET("no-exp", TOK_MINT, c.has_exp, 0),
+	OPT_TIME("nbf", nbf, has_nbf),
+	OPT_SET("no-nbf", TOK_MINT, c.has_nbf, 0),
+	OPT_TIME("iat", iat, has_iat),
+	OPT_SET("no-iat", TOK_MINT, c.has_iat, 0),
+	OPT_INT("now", TOK_MINT | TOK_BENCH, c.now, 0, INT64_MAX),
+	OPT_STR("header", TOK_SIGN, TOK_SIGN, header),
+	OPT_STR("payload", TOK_SIGN, TOK_SIGN, payload),
+	OPT_INT("pool", TOK_BENCH, pool, 1, TOK_MAX_POOL),
+	OPT_SET("distinct-sub", TOK_BENCH, distinct_sub, 1),
+};
+
+#define NOPTS	(sizeof(tok_opts) / sizeof(tok_opts[0]))
+#define TOK_OPT_VAL	256	/* getopt_long's value for tok_opts[0] */
 
 struct cmd {
 	const char	*name;
-	int		(*run)(int, char **);
+	unsigned	 bit;		/* TOK_KEYGEN, ... */
+	int		(*run)(const struct cmd *, const struct tok_args *);
 	const char	*usage;
 };
 
 static void	msg(const char *, ...) __attribute__((format(printf, 1, 2)));
 static void	ossl_msg(const char *, ...)
 		    __attribute__((format(printf, 1, 2)));
-static int	cmd_keygen(int, char **);
-static int	cmd_mint(int, char **);
-static int	cmd_sign(int, char **);
-static int	cmd_bench(int, char **);
+static int	cmd_keygen(const struct cmd *, const struct tok_args *);
+static int	cmd_mint(const struct cmd *, const struct tok_args *);
+static int	cmd_sign(const struct cmd *, const struct tok_args *);
+static int	cmd_bench(const struct cmd *, const struct tok_args *);
 
 static const struct cmd cmds[] = {
-	{ "keygen", cmd_keygen,
+	{ "keygen", TOK_KEYGEN, cmd_keygen,
 "usage: cfpm-token keygen --dir DIR [--kid KID] [--bits BITS] [--force]\n"
 "  Writes DIR/jwt.key.pem (PKCS#8, mode 0600), DIR/jwt.pub.pem (SPKI) and\n"
 "  DIR/jwks.json. Existing files are an error unless --force.\n"
 "  --kid KID    key id in jwks.json (default " TOK_DEF_KID ")\n"
 "  --bits BITS  RSA modulus size, 2048..16384 (default 2048)\n" },
-	{ "mint", cmd_mint,
+	{ "mint", TOK_MINT, cmd_mint,
 "usage: cfpm-token mint --key PRIV.pem [options]\n"
 "  Prints one RS256 token. Defaults are the benchmark's; times are\n"
 "  seconds from now and may be negative.\n"
@@ -185,11 +247,11 @@ static const struct cmd cmds[] = {
 "  --nbf SECONDS | --no-nbf          (default -60)\n"
 "  --iat SECONDS | --no-iat          (default 0)\n"
 "  --now EPOCH                       current time (default: the clock)\n" },
-	{ "sign", cmd_sign,
+	{ "sign", TOK_SIGN, cmd_sign,
 "usage: cfpm-token sign --key PRIV.pem --header JSON --payload JSON\n"
 "  Prints an RS256 token over the header and payload bytes as given\n"
 "  (not parsed, not re-serialised).\n" },
-	{ "bench", cmd_bench,
+	{ "bench", TOK_BENCH, cmd_bench,
 "usage: cfpm-token bench --key PRIV.pem --dir OUTDIR [--pool N] [--kid KID]\n"
 "                        [--distinct-sub] [--now EPOCH]\n"
 "  Writes valid.jwt, readonly.jwt, writeonly.jwt, expired.jwt, notyet.jwt,\n"
@@ -245,14 +307,9 @@ usage_all(FILE *fp)
 
 /* One command's usage: asked for (-h) on stdout, exit 0; else stderr, 2. */
 static int
-usage_cmd(const char *name, int asked)
+usage_cmd(const struct cmd *cmd, int asked)
 {
-	FILE *fp = asked ? stdout : stderr;
-	size_t i;
-
-	for (i = 0; i < NCMDS; i++)
-		if (strcmp(cmds[i].name, name) == 0)
-			fprintf(fp, "%s", cmds[i].usage);
+	fprintf(asked ? stdout : stderr, "%s", cmd->usage);
 	return asked ? 0 : TOK_EXIT_USAGE;
 }
 
@@ -282,6 +339,106 @@ time_add(int64_t now, int64_t off, int64_t *out)
 	    (off < 0 && now < INT64_MIN - off))
 		return -1;
 	*out = now + off;
+	return 0;
+}
+
+/*
+ * options: one table (tok_opts), one parse for every command
+ */
+
+/* --aud adds one (the first replaces the default), --no-aud empties. */
+static int
+mint_aud(struct tok_args *a, const char *aud)
+{
+	if (!a->aud_set)
+		a->c.naud = 0;
+	a->aud_set = 1;
+	if (aud == NULL)
+		return 0;
+	if (a->c.naud == TOK_MAX_AUD) {
+		msg("--aud: at most %d", TOK_MAX_AUD);
+		return -1;
+	}
+	a->c.aud[a->c.naud++] = aud;
+	return 0;
+}
+
+/* Applies option o with its argument (NULL if it takes none) to a. */
+static int
+tok_apply(struct tok_args *a, const struct tok_opt *o, const char *arg)
+{
+	char *base = (char *)a;
+
+	switch (o->kind) {
+	case TOK_OPT_STR:
+		*(const char **)(void *)(base + o->field) = arg;
+		break;
+	case TOK_OPT_NULL:
+		*(const char **)(void *)(base + o->field) = NULL;
+		break;
+	case TOK_OPT_INT:
+		if (parse_int(o->name, arg, o->min, o->max,
+		    (int64_t *)(void *)(base + o->field)) == -1)
+			return -1;
+		break;
+	case TOK_OPT_SET:
+		break;
+	case TOK_OPT_AUD:
+		return mint_aud(a, arg);
+	case TOK_OPT_NO_AUD:
+		return mint_aud(a, NULL);
+	}
+	if (o->flag != TOK_NONE)
+		*(int *)(void *)(base + o->flag) = o->value;
+	return 0;
+}
+
+/* 1 if an option o that cmd needs was not given. */
+static int
+tok_missing(const struct cmd *cmd, const struct tok_opt *o,
+    const struct tok_args *a)
+{
+	return (o->required & cmd->bit) && *(const char *const *)(const void *)
+	    ((const char *)a + o->field) == NULL;
+}
+
+/*
+ * Parses argv (argv[0] names the tool in getopt's messages) into a, on
+ * top of its defaults, with the options of tok_opts that cmd takes.
+ * Returns 0, or -1 with *rc the exit status: -h printed the usage on
+ * stdout (0), anything wrong printed it on stderr (TOK_EXIT_USAGE).
+ */
+static int
+tok_parse(const struct cmd *cmd, int argc, char **argv, struct tok_args *a,
+    int *rc)
+{
+	struct option lo[NOPTS + 2];
+	size_t i, n = 0;
+	int ch;
+
+	for (i = 0; i < NOPTS; i++)
+		if (tok_opts[i].cmds & cmd->bit)
+			lo[n++] = (struct option){ tok_opts[i].name,
+			    tok_opts[i].kind == TOK_OPT_STR ||
+			    tok_opts[i].kind == TOK_OPT_INT ||
+			    tok_opts[i].kind == TOK_OPT_AUD ? required_argument :
+			    no_argument, NULL, TOK_OPT_VAL + (int)i };
+	lo[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	lo[n] = (struct option){ NULL, 0, NULL, 0 };
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (ch < TOK_OPT_VAL || tok_apply(a, &tok_opts[ch -
+		    TOK_OPT_VAL], optarg) == -1) {
+			*rc = usage_cmd(cmd, ch == 'h');
+			return -1;
+		}
+	}
+	for (i = 0; i < NOPTS; i++)
+		if (tok_missing(cmd, &tok_opts[i], a))
+			break;
+	if (optind != argc || i < NOPTS) {
+		*rc = usage_cmd(cmd, 0);
+		return -1;
+	}
 	return 0;
 }
 
@@ -953,53 +1110,19 @@ fail:
 }
 
 static int
-cmd_keygen(int argc, char **argv)
+cmd_keygen(const struct cmd *cmd, const struct tok_args *a)
 {
-	static const struct option opts[] = {
-		{ "dir",	required_argument,	NULL, OPT_DIR },
-		{ "kid",	required_argument,	NULL, OPT_KID },
-		{ "bits",	required_argument,	NULL, OPT_BITS },
-		{ "force",	no_argument,		NULL, OPT_FORCE },
-		{ "help",	no_argument,		NULL, 'h' },
-		{ NULL,		0,			NULL, 0 }
-	};
-	const char *dir = NULL, *kid = TOK_DEF_KID;
-	int64_t bits = TOK_DEF_BITS;
 	EVP_PKEY *key;
-	int ch, force = 0, rc;
+	int rc;
 
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (ch) {
-		case OPT_DIR:
-			dir = optarg;
-			break;
-		case OPT_KID:
-			kid = optarg;
-			break;
-		case OPT_BITS:
-			if (parse_int("bits", optarg, TOK_MIN_BITS,
-			    TOK_MAX_BITS, &bits) == -1)
-				return usage_cmd("keygen", 0);
-			break;
-		case OPT_FORCE:
-			force = 1;
-			break;
-		case 'h':
-			return usage_cmd("keygen", 1);
-		default:
-			return usage_cmd("keygen", 0);
-		}
-	}
-	if (optind != argc || dir == NULL)
-		return usage_cmd("keygen", 0);
 	/* The server refuses a key set whose kid it could not match. */
-	if (*kid == '\0' || strlen(kid) > JWT_MAX_KID) {
-		msg("--kid: 1 to %d bytes", JWT_MAX_KID);
-		return usage_cmd("keygen", 0);
+	if (*a->c.kid == '\0' || strlen(a->c.kid) > JWK_MAX_KID) {
+		msg("--kid: 1 to %d bytes", JWK_MAX_KID);
+		return usage_cmd(cmd, 0);
 	}
-	if (dir_make(dir) == -1 || (key = key_generate(bits)) == NULL)
+	if (dir_make(a->dir) == -1 || (key = key_generate(a->bits)) == NULL)
 		return 1;
-	rc = keygen_write(dir, kid, force, key) == -1 ? 1 : 0;
+	rc = keygen_write(a->dir, a->c.kid, a->force, key) == -1 ? 1 : 0;
 	EVP_PKEY_free(key);
 	return rc;
 }
@@ -1007,99 +1130,6 @@ cmd_keygen(int argc, char **argv)
 /*
  * mint
  */
-
-struct mint_args {
-	struct tok_claims	 c;
-	const char		*key;
-	int			 aud_set;	/* default aud replaced */
-};
-
-static int
-mint_aud(struct mint_args *a, const char *aud)
-{
-	if (!a->aud_set)
-		a->c.naud = 0;
-	a->aud_set = 1;
-	if (aud == NULL)
-		return 0;
-	if (a->c.naud == TOK_MAX_AUD) {
-		msg("--aud: at most %d", TOK_MAX_AUD);
-		return -1;
-	}
-	a->c.aud[a->c.naud++] = aud;
-	return 0;
-}
-
-static int
-mint_time(const char *opt, const char *arg, int64_t *val, int *has)
-{
-	*has = 1;
-	return parse_int(opt, arg, INT64_MIN, INT64_MAX, val);
-}
-
-/* Applies one option to a: 0 done, -1 bad value, 1 not a claim option. */
-static int
-mint_opt(struct mint_args *a, int ch, const char *arg)
-{
-	struct tok_claims *c = &a->c;
-
-	switch (ch) {
-	case OPT_KID:
-	case OPT_NO_KID:
-		c->kid = ch == OPT_KID ? arg : NULL;
-		break;
-	case OPT_TYP:
-	case OPT_NO_TYP:
-		c->typ = ch == OPT_TYP ? arg : NULL;
-		break;
-	case OPT_ISS:
-	case OPT_NO_ISS:
-		c->iss = ch == OPT_ISS ? arg : NULL;
-		break;
-	case OPT_AUD:
-	case OPT_NO_AUD:
-		return mint_aud(a, ch == OPT_AUD ? arg : NULL);
-	case OPT_SUB:
-	case OPT_NO_SUB:
-		c->sub = ch == OPT_SUB ? arg : NULL;
-		break;
-	case OPT_CLIENT_ID:
-	case OPT_NO_CLIENT_ID:
-		c->client_id = ch == OPT_CLIENT_ID ? arg : NULL;
-		break;
-	case OPT_SCOPE:
-	case OPT_NO_SCOPE:
-		c->scope = ch == OPT_SCOPE ? arg : NULL;
-		break;
-	case OPT_JTI:
-		c->jti = arg;
-		c->no_jti = 0;
-		break;
-	case OPT_NO_JTI:
-		c->no_jti = 1;
-		break;
-	case OPT_EXP:
-		return mint_time("exp", arg, &c->exp, &c->has_exp);
-	case OPT_NO_EXP:
-		c->has_exp = 0;
-		break;
-	case OPT_NBF:
-		return mint_time("nbf", arg, &c->nbf, &c->has_nbf);
-	case OPT_NO_NBF:
-		c->has_nbf = 0;
-		break;
-	case OPT_IAT:
-		return mint_time("iat", arg, &c->iat, &c->has_iat);
-	case OPT_NO_IAT:
-		c->has_iat = 0;
-		break;
-	case OPT_NOW:
-		return parse_int("now", arg, 0, INT64_MAX, &c->now);
-	default:
-		return 1;
-	}
-	return 0;
-}
 
 /* The clock, for --now's default. */
 static int
@@ -1115,66 +1145,45 @@ now_default(int64_t *now)
 	return 0;
 }
 
+/* Every option's default: the benchmark's claims at the clock's now. */
 static int
-cmd_mint(int argc, char **argv)
+tok_defaults(struct tok_args *a)
 {
-	static const struct option opts[] = {
-		{ "key",	required_argument,	NULL, OPT_KEY },
-		{ "kid",	required_argument,	NULL, OPT_KID },
-		{ "no-kid",	no_argument,		NULL, OPT_NO_KID },
-		{ "typ",	required_argument,	NULL, OPT_TYP },
-		{ "no-typ",	no_argument,		NULL, OPT_NO_TYP },
-		{ "iss",	required_argument,	NULL, OPT_ISS },
-		{ "no-iss",	no_argument,		NULL, OPT_NO_ISS },
-		{ "aud",	required_argument,	NULL, OPT_AUD },
-		{ "no-aud",	no_argument,		NULL, OPT_NO_AUD },
-		{ "sub",	required_argument,	NULL, OPT_SUB },
-		{ "no-sub",	no_argument,		NULL, OPT_NO_SUB },
-		{ "client-id",	required_argument,	NULL, OPT_CLIENT_ID },
-		{ "no-client-id", no_argument,	NULL, OPT_NO_CLIENT_ID },
-		{ "scope",	required_argument,	NULL, OPT_SCOPE },
-		{ "no-scope",	no_argument,		NULL, OPT_NO_SCOPE },
-		{ "jti",	required_argument,	NULL, OPT_JTI },
-		{ "no-jti",	no_argument,		NULL, OPT_NO_JTI },
-		{ "exp",	required_argument,	NULL, OPT_EXP },
-		{ "no-exp",	no_argument,		NULL, OPT_NO_EXP },
-		{ "nbf",	required_argument,	NULL, OPT_NBF },
-		{ "no-nbf",	no_argument,		NULL, OPT_NO_NBF },
-		{ "iat",	required_argument,	NULL, OPT_IAT },
-		{ "no-iat",	no_argument,		NULL, OPT_NO_IAT },
-		{ "now",	required_argument,	NULL, OPT_NOW },
-		{ "help",	no_argument,		NULL, 'h' },
-		{ NULL,		0,			NULL, 0 }
-	};
-	struct mint_args a;
-	struct signer s;
 	int64_t now;
-	char *tok;
-	int ch, rc;
 
 	if (now_default(&now) == -1)
+		return -1;
+	memset(a, 0, sizeof(*a));
+	claims_default(&a->c, now);
+	a->bits = TOK_DEF_BITS;
+	a->pool = TOK_DEF_POOL;
+	return 0;
+}
+
+/* mint and sign: one token signed with --key, printed. */
+static int
+tok_one(const struct tok_args *a, int verbatim)
+{
+	struct signer s;
+	char *tok;
+	int rc;
+
+	if (signer_init(&s, key_load(a->key)) == -1)
 		return 1;
-	memset(&a, 0, sizeof(a));
-	claims_default(&a.c, now);
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (ch == OPT_KEY) {
-			a.key = optarg;
-			continue;
-		}
-		if (ch == 'h')
-			return usage_cmd("mint", 1);
-		if (mint_opt(&a, ch, optarg) != 0)
-			return usage_cmd("mint", 0);
-	}
-	if (optind != argc || a.key == NULL)
-		return usage_cmd("mint", 0);
-	if (signer_init(&s, key_load(a.key)) == -1)
-		return 1;
-	tok = tok_mint(&s, &a.c);
+	/* sign: verbatim, the bytes given are the bytes signed. */
+	tok = verbatim ? jws_compact(&s, a->header, strlen(a->header),
+	    a->payload, strlen(a->payload)) : tok_mint(&s, &a->c);
 	rc = tok_print(tok) == -1 ? 1 : 0;
 	free(tok);
 	signer_free(&s);
 	return rc;
+}
+
+static int
+cmd_mint(const struct cmd *cmd, const struct tok_args *a)
+{
+	(void)cmd;
+	return tok_one(a, 0);
 }
 
 /*
@@ -1182,47 +1191,10 @@ cmd_mint(int argc, char **argv)
  */
 
 static int
-cmd_sign(int argc, char **argv)
+cmd_sign(const struct cmd *cmd, const struct tok_args *a)
 {
-	static const struct option opts[] = {
-		{ "key",	required_argument,	NULL, OPT_KEY },
-		{ "header",	required_argument,	NULL, OPT_HEADER },
-		{ "payload",	required_argument,	NULL, OPT_PAYLOAD },
-		{ "help",	no_argument,		NULL, 'h' },
-		{ NULL,		0,			NULL, 0 }
-	};
-	const char *key = NULL, *hdr = NULL, *pl = NULL;
-	struct signer s;
-	char *tok;
-	int ch, rc;
-
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (ch) {
-		case OPT_KEY:
-			key = optarg;
-			break;
-		case OPT_HEADER:
-			hdr = optarg;
-			break;
-		case OPT_PAYLOAD:
-			pl = optarg;
-			break;
-		case 'h':
-			return usage_cmd("sign", 1);
-		default:
-			return usage_cmd("sign", 0);
-		}
-	}
-	if (optind != argc || key == NULL || hdr == NULL || pl == NULL)
-		return usage_cmd("sign", 0);
-	if (signer_init(&s, key_load(key)) == -1)
-		return 1;
-	/* Verbatim: the bytes given are the bytes signed. */
-	tok = jws_compact(&s, hdr, strlen(hdr), pl, strlen(pl));
-	rc = tok_print(tok) == -1 ? 1 : 0;
-	free(tok);
-	signer_free(&s);
-	return rc;
+	(void)cmd;
+	return tok_one(a, 1);
 }
 
 /*
@@ -1318,60 +1290,11 @@ fail_s:
 }
 
 static int
-cmd_bench(int argc, char **argv)
+cmd_bench(const struct cmd *cmd, const struct tok_args *a)
 {
-	static const struct option opts[] = {
-		{ "key",	  required_argument,	NULL, OPT_KEY },
-		{ "dir",	  required_argument,	NULL, OPT_DIR },
-		{ "pool",	  required_argument,	NULL, OPT_POOL },
-		{ "kid",	  required_argument,	NULL, OPT_KID },
-		{ "distinct-sub", no_argument,	NULL, OPT_DISTINCT_SUB },
-		{ "now",	  required_argument,	NULL, OPT_NOW },
-		{ "help",	  no_argument,		NULL, 'h' },
-		{ NULL,		  0,			NULL, 0 }
-	};
-	const char *key = NULL, *dir = NULL, *kid = TOK_DEF_KID;
-	int64_t now, pool = TOK_DEF_POOL;
-	struct tok_claims c;
-	int ch, distinct_sub = 0;
-
-	if (now_default(&now) == -1)
-		return 1;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (ch) {
-		case OPT_KEY:
-			key = optarg;
-			break;
-		case OPT_DIR:
-			dir = optarg;
-			break;
-		case OPT_POOL:
-			if (parse_int("pool", optarg, 1, TOK_MAX_POOL,
-			    &pool) == -1)
-				return usage_cmd("bench", 0);
-			break;
-		case OPT_KID:
-			kid = optarg;
-			break;
-		case OPT_DISTINCT_SUB:
-			distinct_sub = 1;
-			break;
-		case OPT_NOW:
-			if (parse_int("now", optarg, 0, INT64_MAX, &now) == -1)
-				return usage_cmd("bench", 0);
-			break;
-		case 'h':
-			return usage_cmd("bench", 1);
-		default:
-			return usage_cmd("bench", 0);
-		}
-	}
-	if (optind != argc || key == NULL || dir == NULL)
-		return usage_cmd("bench", 0);
-	claims_default(&c, now);
-	c.kid = kid;
-	if (dir_make(dir) == -1 ||
-	    bench_write(key, dir, &c, pool, distinct_sub) == -1)
+	(void)cmd;
+	if (dir_make(a->dir) == -1 ||
+	    bench_write(a->key, a->dir, &a->c, a->pool, a->distinct_sub) == -1)
 		return 1;
 	return 0;
 }
@@ -1380,6 +1303,7 @@ int
 main(int argc, char *argv[])
 {
 	static char progname[] = "cfpm-token";
+	struct tok_args a;
 	size_t i;
 	int rc;
 
@@ -1402,7 +1326,10 @@ main(int argc, char *argv[])
 	}
 	/* getopt_long names argv[0] in its messages: the tool, not the verb. */
 	argv[1] = progname;
-	rc = cmds[i].run(argc - 1, argv + 1);
+	if (tok_defaults(&a) == -1)
+		return 1;
+	if (tok_parse(&cmds[i], argc - 1, argv + 1, &a, &rc) == 0)
+		rc = cmds[i].run(&cmds[i], &a);
 	if (fflush(stdout) == EOF || ferror(stdout)) {
 		msg("stdout: write error");
 		rc = 1;

@@ -30,13 +30,14 @@
 #define API_HEALTH_TIMEOUT_MS	500
 
 struct api_ctx *
-api_new(const struct config *cfg, const struct auth *auth, struct db *db)
+api_new(const struct settings *settings, const struct auth *auth,
+    struct db *db)
 {
 	struct api_ctx *ctx = calloc(1, sizeof(*ctx));
 
 	if (ctx == NULL)
 		return NULL;
-	ctx->cfg = cfg;
+	ctx->settings = settings;
 	ctx->auth = auth;
 	ctx->db = db;
 	ctx->body = malloc(HTTP_MAX_BODY + 1);
@@ -87,7 +88,7 @@ api_auth_error(struct api_ctx *ctx, struct http_request *r,
 {
 	char headers[HTTP_MAX_REPLY_HEADERS];
 
-	if (ctx->cfg->auth_errors == CONFIG_AUTH_COMPAT)
+	if (ctx->settings->errors == SETTINGS_ERRORS_COMPAT)
 		return api_error(r, 401, "invalid_token", "WWW-Authenticate: "
 		    "Bearer error=\"invalid_token\"\r\n");
 	switch (res) {
@@ -163,12 +164,15 @@ api_db_error(struct api_ctx *ctx, struct http_request *r, enum db_status st)
 }
 
 static int
-api_get_auth(struct api_ctx *ctx, struct http_request *r)
+api_get_auth(struct api_ctx *ctx, struct http_request *r, const char *rest,
+    size_t rest_len)
 {
 	struct buf b;
 	struct jwt_claims claims;
 	int rc;
 
+	(void)rest;
+	(void)rest_len;
 	if (!api_authorize(ctx, r, API_SCOPE_READ, &claims, &rc))
 		return rc;
 	buf_init(&b, ctx->out, API_MAX_REPLY);
@@ -212,6 +216,7 @@ api_parse_id(const char *s, size_t len, int64_t *id)
 _Static_assert(JSONBODY_MAX_RENDERED + 3 * HTTP_MAX_BODY + 6 * JWT_MAX_SUB +
     API_REPLY_FIXED <= API_MAX_REPLY, "an accepted event fits a GET reply");
 
+/* GET /events/{id}: id_s is the raw rest of the path (%31 is no digit). */
 static int
 api_get_event(struct api_ctx *ctx, struct http_request *r, const char *id_s,
     size_t id_len)
@@ -262,7 +267,8 @@ api_is_json_type(const char *ct)
 }
 
 static int
-api_post_event(struct api_ctx *ctx, struct http_request *r)
+api_post_event(struct api_ctx *ctx, struct http_request *r, const char *rest,
+    size_t rest_len)
 {
 	struct jwt_claims claims;
 	const char *kind = NULL;
@@ -273,6 +279,8 @@ api_post_event(struct api_ctx *ctx, struct http_request *r)
 	int64_t id;
 	int rc;
 
+	(void)rest;
+	(void)rest_len;
 	if (!api_authorize(ctx, r, API_SCOPE_WRITE, &claims, &rc))
 		return rc;
 	if (r->content_length > HTTP_MAX_BODY)
@@ -308,43 +316,63 @@ done:
 }
 
 static int
-api_health(struct api_ctx *ctx, struct http_request *r)
+api_health(struct api_ctx *ctx, struct http_request *r, const char *rest,
+    size_t rest_len)
 {
+	(void)rest;
+	(void)rest_len;
 	http_phase(r, HTTP_PHASE_DB);
 	if (db_ping(ctx->db, API_HEALTH_TIMEOUT_MS) == DB_OK)
 		return api_send(r, 200, "{\"status\":\"ok\"}");
 	return api_send(r, 503, "{\"status\":\"unavailable\"}");
 }
 
-static int
-api_path_is(const struct http_request *r, const char *path)
-{
-	return http_path_is(r->path, r->path_len, path);
-}
+/*
+ * The route table: a path, exact or a prefix followed by the handler's
+ * argument (the rest of the raw path), and the one method it answers;
+ * any other method there is 405 with that method in Allow.
+ */
+struct api_route {
+	const char	*path;
+	size_t		 len;
+	int		 prefix;
+	const char	*method;
+	int		(*handle)(struct api_ctx *, struct http_request *,
+			    const char *rest, size_t rest_len);
+};
+
+#define API_EXACT(p, m, h)	{ p, sizeof(p) - 1, 0, m, h }
+#define API_PREFIX(p, m, h)	{ p, sizeof(p) - 1, 1, m, h }
+
+static const struct api_route api_routes[] = {
+	API_EXACT("/auth", "GET", api_get_auth),
+	API_EXACT("/events", "POST", api_post_event),
+	API_PREFIX("/events/", "GET", api_get_event),
+	API_EXACT("/health", "GET", api_health),
+};
+
+#define API_NROUTES	(sizeof(api_routes) / sizeof(api_routes[0]))
 
 static int
-api_is_get(const struct http_request *r)
+api_route_matches(const struct api_route *rt, const struct http_request *r)
 {
-	return strcmp(r->method, "GET") == 0;
+	if (rt->prefix ? r->path_len < rt->len : r->path_len != rt->len)
+		return 0;
+	return memcmp(r->path, rt->path, rt->len) == 0;
 }
 
 int
 api_handle(struct api_ctx *ctx, struct http_request *r)
 {
-	static const char events_prefix[] = "/events/";
-	const size_t plen = sizeof(events_prefix) - 1;
+	const struct api_route *rt;
 
-	if (api_path_is(r, "/auth"))
-		return api_is_get(r) ? api_get_auth(ctx, r) :
-		    api_method_not_allowed(r, "GET");
-	if (api_path_is(r, "/events"))
-		return strcmp(r->method, "POST") == 0 ?
-		    api_post_event(ctx, r) : api_method_not_allowed(r, "POST");
-	if (r->path_len >= plen && memcmp(r->path, events_prefix, plen) == 0)
-		return api_is_get(r) ? api_get_event(ctx, r, r->path + plen,
-		    r->path_len - plen) : api_method_not_allowed(r, "GET");
-	if (api_path_is(r, "/health"))
-		return api_is_get(r) ? api_health(ctx, r) :
-		    api_method_not_allowed(r, "GET");
+	for (rt = api_routes; rt < api_routes + API_NROUTES; rt++) {
+		if (!api_route_matches(rt, r))
+			continue;
+		if (strcmp(r->method, rt->method) != 0)
+			return api_method_not_allowed(r, rt->method);
+		return rt->handle(ctx, r, r->path + rt->len,
+		    r->path_len - rt->len);
+	}
 	return api_error(r, 404, "not_found", NULL);
 }

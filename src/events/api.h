@@ -11,15 +11,15 @@
 #include <stddef.h>
 
 #include "events/auth.h"
+#include "events/settings.h"
 #include "server/db.h"
 #include "server/http.h"
-#include "util/config.h"
 
 #define API_MAX_REPLY	(1024 * 1024)	/* largest reply body */
 
 /* What a worker hands each request: all owned by the worker. */
 struct api_ctx {
-	const struct config	*cfg;
+	const struct settings	*settings;
 	const struct auth	*auth;
 	struct db		*db;
 	char			*body;		/* HTTP_MAX_BODY + 1 bytes */
@@ -27,20 +27,21 @@ struct api_ctx {
 };
 
 /*
- * A worker's context over cfg, the keys and its database connection
- * (all borrowed), with its request and reply buffers. NULL when out of
- * memory.
+ * A worker's context over the settings, the keys and its database
+ * connection (all borrowed), with its request and reply buffers. NULL
+ * when out of memory.
  */
-struct api_ctx *api_new(const struct config *cfg, const struct auth *auth,
-    struct db *db);
+struct api_ctx *api_new(const struct settings *settings,
+    const struct auth *auth, struct db *db);
 
 /* Frees ctx and its buffers (NULL is fine). */
 void api_free(struct api_ctx *ctx);
 
 /*
- * Routes and answers one request; always sends a reply (500 if nothing
- * better applies). Returns 0, or -1 if the reply could not be written
- * (client gone).
+ * Routes one request through the route table and gives its one reply
+ * (http_reply; the server sends it after this returns). Returns 0, or -1
+ * if the reply could not be framed (http_reply failed: the server
+ * answers 500 itself).
  */
 int api_handle(struct api_ctx *ctx, struct http_request *r);
 

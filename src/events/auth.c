@@ -1,7 +1,7 @@
 /*
  * auth.c: Authorization header parsing and scope policy (worker), and the
  * key set they verify against. The master reads and parses the key file
- * (auth_init, from master_load_config at start and on every reload);
+ * (auth_init, from events_load: at start, for -t and on every reload);
  * workers inherit the parsed keys and never read the file.
  */
 #include "events/auth.h"
@@ -14,7 +14,7 @@
 #include "util/readfile.h"
 
 int
-auth_init(struct auth *a, const struct config *cfg, char *err,
+auth_init(struct auth *a, const struct settings *s, char *err,
     size_t errlen)
 {
 	char why[CONFIG_ERR_LEN / 2];
@@ -22,22 +22,22 @@ auth_init(struct auth *a, const struct config *cfg, char *err,
 	char *buf;
 
 	memset(a, 0, sizeof(*a));
-	if ((buf = readfile(cfg->auth_key_file, AUTH_MAX_KEY_FILE, &len, err,
+	if ((buf = readfile(s->key_file, AUTH_MAX_KEY_FILE, &len, err,
 	    errlen)) == NULL)
 		return -1;
-	a->keys = jwt_keyset_parse(buf, len, cfg->auth_key_id[0] != '\0' ?
-	    cfg->auth_key_id : NULL, why, sizeof(why));
+	a->keys = jwk_set_parse(buf, len, s->key_id[0] != '\0' ?
+	    s->key_id : NULL, why, sizeof(why));
 	free(buf);
 	if (a->keys == NULL) {
-		snprintf(err, errlen, "%s: %s", cfg->auth_key_file, why);
+		snprintf(err, errlen, "%s: %s", s->key_file, why);
 		return -1;
 	}
-	memcpy(a->issuer, cfg->auth_issuer, sizeof(a->issuer));
-	memcpy(a->audience, cfg->auth_audience, sizeof(a->audience));
+	memcpy(a->issuer, s->issuer, sizeof(a->issuer));
+	memcpy(a->audience, s->audience, sizeof(a->audience));
 	a->policy.issuer = a->issuer;
 	a->policy.audience = a->audience;
-	a->policy.leeway = cfg->auth_leeway;
-	a->policy.typ_mode = cfg->auth_typ_strict ? JWT_TYP_STRICT :
+	a->policy.leeway = s->leeway;
+	a->policy.typ_mode = s->typ_strict ? JWT_TYP_STRICT :
 	    JWT_TYP_LENIENT;
 	return 0;
 }
@@ -45,7 +45,7 @@ auth_init(struct auth *a, const struct config *cfg, char *err,
 void
 auth_free(struct auth *a)
 {
-	jwt_keyset_free(a->keys);
+	jwk_set_free(a->keys);
 	a->keys = NULL;
 }
 

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/config.h"
 #include "events/jwt.h"
+#include "events/settings.h"
 
 #define AUTH_MAX_KEY_FILE	(1024 * 1024)	/* key file size limit */
 
@@ -25,18 +25,18 @@ enum auth_result {
 };
 
 struct auth {
-	struct jwt_keyset	*keys;
+	struct jwk_set		*keys;
 	struct jwt_policy	 policy;
 	char			 issuer[CONFIG_MAX_VALUE];
 	char			 audience[CONFIG_MAX_VALUE];
 };
 
 /*
- * Reads and parses cfg's key file and copies the policy (the master does,
- * for the workers it forks). Returns 0, or -1 with a reason in err
- * (errlen bytes). Free with auth_free().
+ * Reads and parses the key file the settings name and copies their policy
+ * (the master does, for the workers it forks). Returns 0, or -1 with a
+ * reason in err (errlen bytes). Free with auth_free().
  */
-int auth_init(struct auth *a, const struct config *cfg, char *err,
+int auth_init(struct auth *a, const struct settings *s, char *err,
     size_t errlen);
 
 /* Releases the key set. */

@@ -1,6 +1,7 @@
 /*
  * base64url.h: strict RFC 4648 §5 base64url without padding (PURE).
- * Used by jwt.c to decode token segments and by cfpm-token to encode them.
+ * Used to decode by jwt.c (token segments) and jwk.c (a JWK's n and e),
+ * to encode by cfpm-token.
  */
 #ifndef CFPM_BASE64URL_H
 #define CFPM_BASE64URL_H

@@ -1,8 +1,9 @@
 /*
- * events.c: the events application's table (app.h). The master parses
- * the token keys once per configuration (load); each worker allocates
- * its request and reply buffers and routes jansson through the arena
- * (init), then api.c answers every request (handle).
+ * events.c: the events application's table (app.h). Its auth.* keys are
+ * settings.c's, registered with the configuration loader; the master
+ * parses the token keys once per configuration (load); each worker
+ * allocates its request and reply buffers and routes jansson through
+ * the arena (init), then api.c answers every request (handle).
  */
 #include "events/events.h"
 
@@ -12,34 +13,10 @@
 
 #include "events/api.h"
 #include "events/auth.h"
+#include "events/settings.h"
 #include "events/store.h"
 #include "util/arena.h"
 #include "util/log.h"
-
-/* The settings without which no token can be checked. */
-static int
-events_check(const struct config *cfg, const char *name, char *err,
-    size_t errlen)
-{
-	static const struct {
-		size_t offset;
-		const char *key;
-	} required[] = {
-		{ offsetof(struct config, auth_issuer), "auth.issuer" },
-		{ offsetof(struct config, auth_audience), "auth.audience" },
-		{ offsetof(struct config, auth_key_file), "auth.key_file" },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
-		if (((const char *)cfg + required[i].offset)[0] == '\0') {
-			snprintf(err, errlen, "%s: %s is not set", name,
-			    required[i].key);
-			return -1;
-		}
-	}
-	return 0;
-}
 
 /* Master: a bad key file fails the start, the -t or the reload here. */
 static int
@@ -48,14 +25,13 @@ events_load(const struct config *cfg, const char *name, void **shared,
 {
 	struct auth *a;
 
+	(void)name;	/* a key file's errors name the key file */
 	*shared = NULL;
-	if (events_check(cfg, name, err, errlen) == -1)
-		return -1;
 	if ((a = calloc(1, sizeof(*a))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (auth_init(a, cfg, err, errlen) == -1) {
+	if (auth_init(a, settings_get(cfg), err, errlen) == -1) {
 		free(a);
 		return -1;
 	}
@@ -76,7 +52,8 @@ static int
 events_init(const struct app_env *env, void **state)
 {
 	/* The keys were parsed once, by the master. */
-	if ((*state = api_new(env->cfg, env->shared, env->db)) == NULL) {
+	if ((*state = api_new(settings_get(env->cfg), env->shared,
+	    env->db)) == NULL) {
 		log_err("%s: out of memory", __func__);
 		return -1;
 	}
@@ -98,6 +75,7 @@ events_fini(void *state)
 
 const struct app events_app = {
 	.name = "events",
+	.settings = &settings_table,
 	.uses_db = 1,
 	.statements = store_statements,
 	.nstatements = STORE_NSTATEMENTS,

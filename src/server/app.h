@@ -9,6 +9,13 @@
  * Only name and handle are required; a NULL hook does nothing (load
  * then shares NULL, init leaves the state NULL).
  *
+ * An application's configuration keys are its own (settings: a table of
+ * util/config.h): the server registers every application's with the
+ * configuration loader before it parses a file (app_register), so their
+ * keys are known wherever they stand, and only the selected
+ * application's are validated; the application reads them back with
+ * config_app_settings().
+ *
  * Who calls what, and in which process:
  *   load    master: at start, for -t and on every reload, before any
  *           worker of that configuration is forked. What it returns is
@@ -38,15 +45,17 @@ struct app_env {
 };
 
 struct app {
-	const char		*name;
+	const char		*name;		/* what "app =" names */
+	const struct config_app	*settings;	/* its own keys; NULL: none */
 	/* The statements prepared on each worker's connection; a worker
 	 * opens a connection only if uses_db. */
 	int			 uses_db;
 	const struct db_statement *statements;
 	size_t			 nstatements;
 
-	/* Checks what the application needs of cfg (name: the file, for
-	 * messages) and loads what its workers share. Returns 0 with
+	/* Checks what the application needs beyond its settings' own
+	 * validation (name: the file, for messages) and loads what its
+	 * workers share. Returns 0 with
 	 * *shared set (may be NULL), or -1 with "name: reason" in err
 	 * (errlen bytes). */
 	int	(*load)(const struct config *cfg, const char *name,
@@ -63,6 +72,17 @@ struct app {
 	int	(*handle)(void *state, struct http_request *r);
 	void	(*fini)(void *state);
 };
+
+/*
+ * Registers each application of apps (NULL-terminated, at least one) and
+ * its settings with cfg, right after config_defaults(): the first is the
+ * default "app". Returns 0, or -1 with the reason in err (errlen bytes).
+ */
+int app_register(const struct app *const *apps, struct config *cfg,
+    char *err, size_t errlen);
+
+/* The application cfg selects, among those app_register() registered. */
+const struct app *app_selected(const struct config *cfg);
 
 /* The hooks as the server calls them: a NULL hook is a no-op (app.c). */
 int app_load(const struct app *app, const struct config *cfg,

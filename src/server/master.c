@@ -138,16 +138,6 @@ master_signals(sigset_t *waitmask)
 		sigdelset(waitmask, master_sigs[i]);
 }
 
-/* The application cfg names, among those main.c offers; NULL if none. */
-static const struct app *
-master_find_app(const struct app *const *apps, const char *name)
-{
-	for (; *apps != NULL; apps++)
-		if (strcmp((*apps)->name, name) == 0)
-			return *apps;
-	return NULL;
-}
-
 int
 master_load_config(struct config *cfg, const struct app *const *apps,
     const struct app **app, void **shared, const char *path, int children,
@@ -158,7 +148,8 @@ master_load_config(struct config *cfg, const struct app *const *apps,
 	void *trial;
 
 	config_defaults(cfg);
-	if (configfile_load(cfg, path, NULL, err, errlen) == -1)
+	if (app_register(apps, cfg, err, errlen) == -1 ||
+	    configfile_load(cfg, path, NULL, err, errlen) == -1)
 		return -1;
 	if (children > 0)
 		cfg->max_children = children;
@@ -174,11 +165,7 @@ master_load_config(struct config *cfg, const struct app *const *apps,
 	 * events API's keys): a bad file fails now, not in every fork, and
 	 * workers inherit it parsed instead of each parsing it again.
 	 */
-	if ((a = master_find_app(apps, cfg->app)) == NULL) {
-		snprintf(err, errlen, "%s: app: no application named "
-		    "\"%s\"", path, cfg->app);
-		return -1;
-	}
+	a = app_selected(cfg);
 	if (app_load(a, cfg, path, shared ? shared : &trial, err, errlen) == -1)
 		return -1;
 	if (shared == NULL)

@@ -19,8 +19,9 @@
  * override (children > 0), cross-checks (the workers' user and group
  * included: sandbox_resolve; socket owners and log paths:
  * preflight_config),
- * the application cfg names (app =), found among apps (NULL-terminated:
- * main.c's) and set in *app, and what its workers share, from its load,
+ * the applications of apps (NULL-terminated: main.c's) registered with
+ * their own keys, the one cfg names (app =) set in *app, and what its
+ * workers share, from its load,
  * in *shared (release with (*app)->unload; shared NULL only checks it).
  * Returns 0, or -1 with "file:line: reason" in err (errlen bytes). Used
  * at start, by -t, and on every reload.

@@ -2,10 +2,12 @@
  * config.c: parse the PHP-FPM-like configuration text (PURE: no I/O; the
  * master runs it at start, for -t and on every reload).
  * A directive table maps each key to a parser and a field (or, for a key
- * with a single possible value, to a check only); the loader
- * (util/configfile.c) reads the file with readfile() and hands the bytes
- * in, and follows "include" lines through a callback, so this module is
- * unit-testable and fuzzable.
+ * with a single possible value, to a check only). The server's table is
+ * here; an application's is its own (config_register), and its keys are
+ * parsed into the settings struct that struct config keeps for it. The
+ * loader (util/configfile.c) reads the file with readfile() and hands the
+ * bytes in, and follows "include" lines through a callback, so this
+ * module is unit-testable and fuzzable.
  */
 #include "util/config.h"
 
@@ -17,35 +19,20 @@
 #include <string.h>
 #include <syslog.h>	/* the facilities' values only */
 
-struct config_directive;
-typedef int (*config_setter)(struct config *, const struct config_directive *,
-    const char *, char *, size_t);
+#define CFG_PTR(base, d)	((char *)(base) + (d)->offset)
 
-struct config_choice {
-	const char	*name;
-	int		 value;
-};
-
-struct config_directive {
-	const char	*key;
-	config_setter	 set;
-	size_t		 offset;	/* field in struct config */
-	size_t		 size;		/* its size (integers) */
-	long long	 min, max;	/* for integers */
-	const struct config_choice *choices;	/* for keywords */
-};
-
-#define CFG_FIELD(f)	offsetof(struct config, f), sizeof(((struct config *)0)->f)
-#define CFG_PTR(cfg, d)	((char *)(cfg) + (d)->offset)
-
-static int
-cfg_set_string(struct config *cfg, const struct config_directive *d,
+int
+config_set_string(void *base, const struct config_directive *d,
     const char *value, char *why, size_t whylen)
 {
-	(void)why;
-	(void)whylen;
-	/* The caller has already checked the length against the field. */
-	snprintf(CFG_PTR(cfg, d), CONFIG_MAX_VALUE, "%s", value);
+	size_t n = strlen(value);
+
+	if (n >= d->size) {
+		snprintf(why, whylen, "%s: value longer than %zu bytes", d->key,
+		    d->size - 1);
+		return -1;
+	}
+	memcpy(CFG_PTR(base, d), value, n + 1);
 	return 0;
 }
 
@@ -72,8 +59,8 @@ cfg_parse_ll(const struct config_directive *d, const char *value,
 	return 0;
 }
 
-static int
-cfg_set_integer(struct config *cfg, const struct config_directive *d,
+int
+config_set_integer(void *base, const struct config_directive *d,
     const char *value, char *why, size_t whylen)
 {
 	long long v;
@@ -81,15 +68,15 @@ cfg_set_integer(struct config *cfg, const struct config_directive *d,
 	if (cfg_parse_ll(d, value, &v, why, whylen) == -1)
 		return -1;
 	if (d->size == sizeof(int))
-		*(int *)CFG_PTR(cfg, d) = (int)v;
+		*(int *)CFG_PTR(base, d) = (int)v;
 	else
-		*(int64_t *)CFG_PTR(cfg, d) = (int64_t)v;
+		*(int64_t *)CFG_PTR(base, d) = (int64_t)v;
 	return 0;
 }
 
 /* Durations accept a plain number of seconds or an s/m/h suffix (FPM). */
 static int
-cfg_set_seconds(struct config *cfg, const struct config_directive *d,
+cfg_set_seconds(void *base, const struct config_directive *d,
     const char *value, char *why, size_t whylen)
 {
 	char num[32];
@@ -114,12 +101,12 @@ cfg_set_seconds(struct config *cfg, const struct config_directive *d,
 		    value, d->max);
 		return -1;
 	}
-	*(int *)CFG_PTR(cfg, d) = (int)(v * mult);
+	*(int *)CFG_PTR(base, d) = (int)(v * mult);
 	return 0;
 }
 
 static int
-cfg_set_mode(struct config *cfg, const struct config_directive *d,
+cfg_set_mode(void *base, const struct config_directive *d,
     const char *value, char *why, size_t whylen)
 {
 	char *end;
@@ -132,19 +119,19 @@ cfg_set_mode(struct config *cfg, const struct config_directive *d,
 		    d->key, value);
 		return -1;
 	}
-	*(mode_t *)CFG_PTR(cfg, d) = (mode_t)v;
+	*(mode_t *)CFG_PTR(base, d) = (mode_t)v;
 	return 0;
 }
 
 /* listen.allowed_clients: parsed here, so a bad entry is a config
  * error with its file and line. */
 static int
-cfg_set_allowed(struct config *cfg, const struct config_directive *d,
+cfg_set_allowed(void *base, const struct config_directive *d,
     const char *value, char *why, size_t whylen)
 {
 	char reason[CONFIG_MAX_VALUE];
 
-	if (allow_parse(value, (struct allow_list *)(void *)CFG_PTR(cfg, d),
+	if (allow_parse(value, (struct allow_list *)(void *)CFG_PTR(base, d),
 	    reason, sizeof(reason)) == 0)
 		return 0;
 	snprintf(why, whylen, "%s: %s", d->key, reason);
@@ -169,16 +156,15 @@ cfg_find_choice(const struct config_directive *d, const char *value,
 	return NULL;
 }
 
-/* Keyword settings: the value must be one of d->choices. */
-static int
-cfg_set_choice(struct config *cfg, const struct config_directive *d,
+int
+config_set_choice(void *base, const struct config_directive *d,
     const char *value, char *why, size_t whylen)
 {
 	const struct config_choice *c;
 
 	if ((c = cfg_find_choice(d, value, why, whylen)) == NULL)
 		return -1;
-	*(int *)CFG_PTR(cfg, d) = c->value;
+	*(int *)CFG_PTR(base, d) = c->value;
 	return 0;
 }
 
@@ -187,23 +173,16 @@ cfg_set_choice(struct config *cfg, const struct config_directive *d,
  * it is checked, and nothing is stored, as there is nothing to choose.
  */
 static int
-cfg_check_choice(struct config *cfg, const struct config_directive *d,
+cfg_check_choice(void *base, const struct config_directive *d,
     const char *value, char *why, size_t whylen)
 {
-	(void)cfg;
+	(void)base;
 	return cfg_find_choice(d, value, why, whylen) == NULL ? -1 : 0;
 }
 
 /* cfpm runs a static pool: "pm = static" is accepted, nothing else. */
 static const struct config_choice cfg_pm_choices[] = {
 	{ "static", 0 }, { NULL, 0 },
-};
-static const struct config_choice cfg_errors_choices[] = {
-	{ "rfc6750", CONFIG_AUTH_RFC6750 }, { "compat", CONFIG_AUTH_COMPAT },
-	{ NULL, 0 },
-};
-static const struct config_choice cfg_typ_choices[] = {
-	{ "lenient", 0 }, { "strict", 1 }, { NULL, 0 },
 };
 static const struct config_choice cfg_onoff_choices[] = {
 	{ "on", 1 }, { "off", 0 }, { NULL, 0 },
@@ -227,15 +206,20 @@ static const struct config_choice cfg_facility_choices[] = {
 	{ "local7", LOG_LOCAL7 }, { NULL, 0 },
 };
 
-#define CFG_STRING(k, f)	{ k, cfg_set_string, CFG_FIELD(f), 0, 0, NULL }
-#define CFG_INT(k, f, lo, hi)	{ k, cfg_set_integer, CFG_FIELD(f), lo, hi, NULL }
+/* The server's rows: fields of struct config. */
+#define CFG_FIELD(f)		CONFIG_FIELD(struct config, f)
+#define CFG_STRING(k, f)	CONFIG_STRING(k, struct config, f)
+#define CFG_INT(k, f, lo, hi)	CONFIG_INT(k, struct config, f, lo, hi)
 #define CFG_SECONDS(k, f)	{ k, cfg_set_seconds, CFG_FIELD(f), 0, 86400, NULL }
 #define CFG_MODE(k, f)		{ k, cfg_set_mode, CFG_FIELD(f), 0, 0, NULL }
-#define CFG_CHOICE(k, f, c)	{ k, cfg_set_choice, CFG_FIELD(f), 0, 0, c }
+#define CFG_CHOICE(k, f, c)	CONFIG_CHOICE(k, struct config, f, c)
 #define CFG_ONLY(k, c)		{ k, cfg_check_choice, 0, 0, 0, 0, c }
 
+static int cfg_set_app(void *, const struct config_directive *, const char *,
+    char *, size_t);
+
 static const struct config_directive config_directives[] = {
-	CFG_STRING("app", app),
+	{ "app", cfg_set_app, CFG_FIELD(app), 0, 0, NULL },
 	CFG_STRING("listen", listen),
 	CFG_INT("listen.backlog", listen_backlog, 1, 65535),
 	CFG_STRING("listen.owner", listen_owner),
@@ -264,13 +248,6 @@ static const struct config_directive config_directives[] = {
 	CFG_STRING("db.read_conninfo", db_read_conninfo),
 	{ "db.timeout", cfg_set_seconds, CFG_FIELD(db_timeout), 1, 3600,
 	    NULL },
-	CFG_STRING("auth.issuer", auth_issuer),
-	CFG_STRING("auth.audience", auth_audience),
-	CFG_STRING("auth.key_file", auth_key_file),
-	CFG_STRING("auth.key_id", auth_key_id),
-	CFG_INT("auth.leeway", auth_leeway, 0, 3600),
-	CFG_CHOICE("auth.errors", auth_errors, cfg_errors_choices),
-	CFG_CHOICE("auth.typ", auth_typ_strict, cfg_typ_choices),
 	CFG_STRING("error_log", error_log),
 	CFG_CHOICE("log_level", log_level, cfg_level_choices),
 	CFG_STRING("syslog.ident", syslog_ident),
@@ -287,7 +264,6 @@ config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->pool_name, sizeof(cfg->pool_name), "cfpm");
-	snprintf(cfg->app, sizeof(cfg->app), "events");
 	snprintf(cfg->listen, sizeof(cfg->listen), "/run/cfpm/cfpm.sock");
 	cfg->listen_backlog = 511;
 	cfg->listen_mode = 0660;
@@ -307,7 +283,6 @@ config_defaults(struct config *cfg)
 	snprintf(cfg->access_format, sizeof(cfg->access_format), "%s",
 	    CONFIG_DEFAULT_ACCESS_FORMAT);
 	cfg->log_level = CONFIG_LOG_NOTICE;
-	cfg->auth_errors = CONFIG_AUTH_RFC6750;
 }
 
 static char *
@@ -356,15 +331,157 @@ cfg_unquote(char **value, char *why, size_t whylen)
 	return 0;
 }
 
+#define CFG_NDIRECTIVES	\
+	(sizeof(config_directives) / sizeof(config_directives[0]))
+#define CFG_ALIGN	_Alignof(max_align_t)	/* each app's settings */
+
+/* The row of table (n rows) for key, or NULL. */
 static const struct config_directive *
-cfg_lookup(const char *key)
+cfg_find(const struct config_directive *table, size_t n, const char *key)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(config_directives) /
-	    sizeof(config_directives[0]); i++)
-		if (strcmp(config_directives[i].key, key) == 0)
-			return &config_directives[i];
+	for (i = 0; i < n; i++)
+		if (strcmp(table[i].key, key) == 0)
+			return &table[i];
+	return NULL;
+}
+
+/* The application registered as name, or NULL. */
+static const struct config_registered *
+cfg_find_app(const struct config *cfg, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->napps; i++)
+		if (strcmp(cfg->apps[i].name, name) == 0)
+			return &cfg->apps[i];
+	return NULL;
+}
+
+/*
+ * The row for key: the server's (*base is cfg) or a registered
+ * application's, selected or not (*base is its settings), or NULL.
+ */
+static const struct config_directive *
+cfg_lookup(struct config *cfg, const char *key, void **base)
+{
+	const struct config_directive *d;
+	const struct config_app *a;
+	size_t i;
+
+	*base = cfg;
+	if ((d = cfg_find(config_directives, CFG_NDIRECTIVES, key)) != NULL)
+		return d;
+	for (i = 0; i < cfg->napps; i++) {
+		if ((a = cfg->apps[i].settings) == NULL ||
+		    (d = cfg_find(a->directives, a->ndirectives, key)) == NULL)
+			continue;
+		*base = cfg->app_settings.bytes + cfg->apps[i].offset;
+		return d;
+	}
+	return NULL;
+}
+
+/* "app" names a registered application: a typo fails at its line. */
+static int
+cfg_set_app(void *base, const struct config_directive *d, const char *value,
+    char *why, size_t whylen)
+{
+	if (cfg_find_app(base, value) == NULL) {
+		snprintf(why, whylen, "%s: no application named \"%s\"",
+		    d->key, value);
+		return -1;
+	}
+	return config_set_string(base, d, value, why, whylen);
+}
+
+/* Where the next application's settings start (aligned for any type). */
+static size_t
+cfg_settings_end(const struct config *cfg)
+{
+	const struct config_registered *last;
+	size_t end;
+
+	if (cfg->napps == 0)
+		return 0;
+	last = &cfg->apps[cfg->napps - 1];
+	end = last->offset + (last->settings ? last->settings->size : 0);
+	return (end + CFG_ALIGN - 1) / CFG_ALIGN * CFG_ALIGN;
+}
+
+/* A key of settings that the server or another application has. */
+static const char *
+cfg_taken_key(struct config *cfg, const struct config_app *settings)
+{
+	void *base;
+	size_t i;
+
+	for (i = 0; i < settings->ndirectives; i++)
+		if (cfg_lookup(cfg, settings->directives[i].key, &base) != NULL)
+			return settings->directives[i].key;
+	return NULL;
+}
+
+int
+config_register(struct config *cfg, const char *name,
+    const struct config_app *settings, const void *owner, char *err,
+    size_t errlen)
+{
+	struct config_registered *r;
+	size_t offset = cfg_settings_end(cfg);
+	const char *key;
+
+	if (cfg->napps == CONFIG_MAX_APPS) {
+		snprintf(err, errlen, "application %s: more than %d "
+		    "applications", name, CONFIG_MAX_APPS);
+		return -1;
+	}
+	if (cfg_find_app(cfg, name) != NULL) {
+		snprintf(err, errlen, "application %s: registered twice", name);
+		return -1;
+	}
+	if (settings != NULL && settings->size > CONFIG_MAX_APP_SETTINGS -
+	    offset) {
+		snprintf(err, errlen, "application %s: its settings take %zu "
+		    "bytes, %zu are left of CONFIG_MAX_APP_SETTINGS", name,
+		    settings->size, offset < CONFIG_MAX_APP_SETTINGS ?
+		    CONFIG_MAX_APP_SETTINGS - offset : 0);
+		return -1;
+	}
+	/* One key, one meaning: whose it is never depends on "app =". */
+	if (settings != NULL && (key = cfg_taken_key(cfg, settings)) != NULL) {
+		snprintf(err, errlen, "application %s: key %s is taken", name,
+		    key);
+		return -1;
+	}
+	r = &cfg->apps[cfg->napps++];
+	*r = (struct config_registered){ .name = name, .settings = settings,
+	    .owner = owner, .offset = offset };
+	if (cfg->napps == 1)
+		snprintf(cfg->app, sizeof(cfg->app), "%s", name);
+	if (settings != NULL && settings->defaults != NULL)
+		settings->defaults(cfg->app_settings.bytes + offset);
+	return 0;
+}
+
+const void *
+config_selected(const struct config *cfg)
+{
+	const struct config_registered *r = cfg_find_app(cfg, cfg->app);
+
+	return r != NULL ? r->owner : NULL;
+}
+
+const void *
+config_app_settings(const struct config *cfg,
+    const struct config_app *settings)
+{
+	size_t i;
+
+	for (i = 0; settings != NULL && i < cfg->napps; i++)
+		if (cfg->apps[i].settings == settings)
+			return cfg->app_settings.bytes + cfg->apps[i].offset;
 	return NULL;
 }
 
@@ -392,6 +509,7 @@ cfg_line(struct config *cfg, char *line, char **include, char *why,
 {
 	const struct config_directive *d;
 	char *key, *value, *eq;
+	void *base;
 
 	key = cfg_trim(line);
 	if (key[0] == '\0' || key[0] == ';' || key[0] == '#')
@@ -415,7 +533,7 @@ cfg_line(struct config *cfg, char *line, char **include, char *why,
 		*include = value;
 		return 0;
 	}
-	if ((d = cfg_lookup(key)) == NULL) {
+	if ((d = cfg_lookup(cfg, key, &base)) == NULL) {
 		snprintf(why, whylen, "unknown key \"%.64s\"", key);
 		return -1;
 	}
@@ -424,7 +542,7 @@ cfg_line(struct config *cfg, char *line, char **include, char *why,
 		    CONFIG_MAX_VALUE - 1);
 		return -1;
 	}
-	return d->set(cfg, d, value, why, whylen);
+	return d->set(base, d, value, why, whylen);
 }
 
 int
@@ -554,12 +672,26 @@ cfg_check_address(const char *key, const char *address, const char *name,
 	return -1;
 }
 
+/*
+ * What the application needs (auth.* for the events API) is its own
+ * rule, and only the selected one's applies.
+ */
+static int
+cfg_validate_app(const struct config *cfg, const char *name, char *err,
+    size_t errlen)
+{
+	const struct config_registered *r = cfg_find_app(cfg, cfg->app);
+
+	if (r == NULL || r->settings == NULL || r->settings->validate == NULL)
+		return 0;
+	return r->settings->validate(cfg->app_settings.bytes + r->offset, name,
+	    err, errlen);
+}
+
 int
 config_validate(const struct config *cfg, const char *name, char *err,
     size_t errlen)
 {
-	/* What only an application needs (auth.* for the events API) is
-	 * its load's to require. */
 	if (cfg->listen[0] == '\0') {
 		snprintf(err, errlen, "%s: listen is not set", name);
 		return -1;
@@ -599,5 +731,5 @@ config_validate(const struct config *cfg, const char *name, char *err,
 		    "both %s", name, cfg->ping_path);
 		return -1;
 	}
-	return 0;
+	return cfg_validate_app(cfg, name, err, errlen);
 }

@@ -8,6 +8,16 @@
  * this module reads no file).
  * Values may be double-quoted. A parse error names file:line and the
  * reason; a validation error, the file and the reason.
+ *
+ * This module knows the server's keys only. An application brings its
+ * own (a directive table, the struct it fills, defaults and validation:
+ * struct config_app), as an nginx module brings its directives and its
+ * conf struct: the server registers each application it is built with
+ * (config_register) before the text is parsed. Every registered
+ * application's keys are parsed where they stand, so one may come before
+ * "app =" or in an included file and still be checked at its file:line;
+ * only the application "app =" selects has its settings validated and
+ * used.
  */
 #ifndef CFPM_CONFIG_H
 #define CFPM_CONFIG_H
@@ -28,10 +38,85 @@
 #define CONFIG_MAX_UNIX_PATH	107	/* sockaddr_un's sun_path, less NUL */
 #define CONFIG_SYSLOG		"syslog"	/* error_log: syslog(3) */
 #define CONFIG_DEFAULT_ACCESS_FORMAT	"%t %p %i \"%m %r\" %s %d %C"
+#define CONFIG_MAX_APPS		8	/* applications registered with one
+					   config */
+#define CONFIG_MAX_APP_SETTINGS	8192	/* bytes of their settings structs,
+					   all together */
 
-enum config_auth_errors {
-	CONFIG_AUTH_RFC6750 = 0,	/* RFC 6750 statuses and headers */
-	CONFIG_AUTH_COMPAT,		/* every failure 401 invalid_token */
+/*
+ * A directive: a key, the setter that parses its value into the field at
+ * offset (size bytes) of the struct it belongs to (struct config for the
+ * server's keys, an application's own struct for its keys), and what the
+ * setter checks against: min..max for integers, choices for keywords.
+ * A setter gets the value unquoted, NUL-terminated and shorter than
+ * CONFIG_MAX_VALUE; it returns 0, or -1 with "key: reason" in why (whylen
+ * bytes). The setters below and the CONFIG_* macros build the rows of an
+ * application's table.
+ */
+struct config_directive;
+typedef int (*config_setter)(void *base, const struct config_directive *d,
+    const char *value, char *why, size_t whylen);
+
+/* A keyword a setting accepts, and the value stored for it. */
+struct config_choice {
+	const char	*name;
+	int		 value;
+};
+
+struct config_directive {
+	const char	*key;
+	config_setter	 set;
+	size_t		 offset;	/* the field in its struct */
+	size_t		 size;		/* its size */
+	long long	 min, max;	/* for integers */
+	const struct config_choice *choices;	/* for keywords, NULL-ended */
+};
+
+/* Text, whole (a char array field; longer than the field is an error). */
+int config_set_string(void *base, const struct config_directive *d,
+    const char *value, char *why, size_t whylen);
+/* A decimal integer in min..max, into an int or an int64_t field. */
+int config_set_integer(void *base, const struct config_directive *d,
+    const char *value, char *why, size_t whylen);
+/* One of d->choices by name: its value into an int field. */
+int config_set_choice(void *base, const struct config_directive *d,
+    const char *value, char *why, size_t whylen);
+
+#define CONFIG_FIELD(type, f)	offsetof(type, f), sizeof(((type *)0)->f)
+#define CONFIG_STRING(k, type, f)	\
+	{ k, config_set_string, CONFIG_FIELD(type, f), 0, 0, NULL }
+#define CONFIG_INT(k, type, f, lo, hi)	\
+	{ k, config_set_integer, CONFIG_FIELD(type, f), lo, hi, NULL }
+#define CONFIG_CHOICE(k, type, f, c)	\
+	{ k, config_set_choice, CONFIG_FIELD(type, f), 0, 0, c }
+
+/*
+ * An application's own settings: its keys, the struct they fill (size
+ * bytes; the loader keeps it inside struct config, aligned for any type,
+ * so a copy of the config carries it), how it starts and what it must
+ * hold. Registered by the server (config_register), read back by the
+ * application (config_app_settings).
+ */
+struct config_app {
+	const struct config_directive *directives;
+	size_t		 ndirectives;
+	size_t		 size;
+	/* Fills the struct with the defaults (NULL: all zero). */
+	void		(*defaults)(void *settings);
+	/* For the selected application only, after the whole text is
+	 * parsed: returns 0, or -1 with "name: reason" in err (errlen
+	 * bytes; name is the file). NULL: whatever parsed is fine. */
+	int		(*validate)(const void *settings, const char *name,
+			    char *err, size_t errlen);
+};
+
+/* One application registered with a config (config_register). */
+struct config_registered {
+	const char		*name;		/* what "app =" names */
+	const struct config_app	*settings;	/* NULL: no keys of its own */
+	const void		*owner;		/* the registrar's, handed
+						   back by config_selected */
+	size_t			 offset;	/* its settings in app_settings */
 };
 
 /* syslog(3)'s priorities, PHP-FPM's names (and info). */
@@ -46,8 +131,9 @@ enum config_log_level {
 
 struct config {
 	char		pool_name[CONFIG_MAX_VALUE];	/* last [section] */
-	char		app[CONFIG_MAX_VALUE];	/* the application, by name
-						   (main.c's table) */
+	char		app[CONFIG_MAX_VALUE];	/* the application, by name: a
+						   registered one, by default
+						   the first */
 
 	/* listen socket */
 	char		listen[CONFIG_MAX_VALUE];	/* path, host:port, [v6]:port */
@@ -81,15 +167,6 @@ struct config {
 	int		db_timeout;		/* seconds: the longest wait
 						   for the server, 1..3600 */
 
-	/* auth */
-	char		auth_issuer[CONFIG_MAX_VALUE];
-	char		auth_audience[CONFIG_MAX_VALUE];
-	char		auth_key_file[CONFIG_MAX_VALUE];	/* SPKI PEM or JWKS */
-	char		auth_key_id[CONFIG_MAX_VALUE];	/* kid of a PEM key */
-	int64_t		auth_leeway;		/* seconds */
-	int		auth_errors;		/* enum config_auth_errors */
-	int		auth_typ_strict;	/* require typ at+jwt */
-
 	/* logs */
 	char		error_log[CONFIG_MAX_VALUE];	/* "stderr", "syslog"
 							   or a path */
@@ -110,14 +187,47 @@ struct config {
 	char		user[CONFIG_MAX_VALUE];	/* workers' user, "" = none */
 	char		group[CONFIG_MAX_VALUE];	/* "" = user's group */
 	int		worker_seccomp;		/* 1: system-call filter on */
+
+	/* the applications (config_register) and their settings */
+	struct config_registered apps[CONFIG_MAX_APPS];
+	size_t		napps;
+	union {
+		max_align_t	align;
+		unsigned char	bytes[CONFIG_MAX_APP_SETTINGS];
+	}		app_settings;
 };
 
-/* Fills cfg with the documented defaults. */
+/* Fills cfg with the documented defaults; no application is registered. */
 void config_defaults(struct config *cfg);
 
 /*
+ * Registers the application name with its own keys (settings; NULL for
+ * none) and owner, a pointer config_selected() hands back; the first one
+ * registered is the default "app". Call after config_defaults and before
+ * parsing; name, settings and owner are borrowed for cfg's life. Fills
+ * its settings with their defaults. Returns 0, or -1 with the reason in
+ * err (errlen bytes): CONFIG_MAX_APPS reached, no room left in
+ * CONFIG_MAX_APP_SETTINGS, a name registered twice, or a key another
+ * application or the server has.
+ */
+int config_register(struct config *cfg, const char *name,
+    const struct config_app *settings, const void *owner, char *err,
+    size_t errlen);
+
+/* The owner of the application cfg->app names; NULL if none is
+ * registered (a parsed "app =" always names a registered one). */
+const void *config_selected(const struct config *cfg);
+
+/* The settings struct registered with settings in cfg, selected or not;
+ * NULL if settings is not registered there. */
+const void *config_app_settings(const struct config *cfg,
+    const struct config_app *settings);
+
+/*
  * Parses len bytes of config text (name is used in messages) on top of
- * whatever cfg holds (call config_defaults first). Returns 0, or -1 with
+ * whatever cfg holds (call config_defaults and config_register first).
+ * A key neither the server nor a registered application has is an
+ * error. Returns 0, or -1 with
  * "name:line: reason" in err (errlen bytes, cut to fit and always
  * NUL-terminated when errlen > 0; callers pass CONFIG_ERR_LEN). An
  * "include" line is an error here: only a loader can follow one.
@@ -158,11 +268,11 @@ int config_split_address(const char *address, char *host, size_t hostlen,
 /*
  * Checks each address's form (listen, pm.status_listen: an absolute unix
  * path that fits a socket address, or config_split_address's forms) and
- * the settings that only make sense together: the status page needs
- * pm.status_listen, a socket of its own, and a path other than
- * ping.path. (What an application needs, such as the events API's
- * auth.*, is its load's to require.) Returns 0, or -1 with
- * "name: reason" in err (errlen bytes).
+ * the settings that only make sense together: the status page is served
+ * on pm.status_listen only, on a socket of its own, at a path other
+ * than ping.path; then the selected application's settings, with its
+ * own validate. Returns 0, or -1 with "name: reason" in err (errlen
+ * bytes).
  */
 int config_validate(const struct config *cfg, const char *name, char *err,
     size_t errlen);

@@ -44,7 +44,7 @@ int log_reopen(void);
  * path (O_NONBLOCK, no effect on a regular file). An existing file is
  * opened as it is; a missing one is created exclusively (O_EXCL), never
  * truncated. These two flag sets are the only opens for writing that a
- * worker's system-call filter lets through (src/sandbox.c).
+ * worker's system-call filter lets through (server/sandbox.c).
  */
 #define LOG_OPEN_FLAGS	(O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | \
 			 O_NONBLOCK)

@@ -1,7 +1,8 @@
 /*
  * fuzz_config.c: libFuzzer target for the configuration parser.
  *
- * The input is a whole config file: config_defaults(), config_parse() and,
+ * The input is a whole config file: config_defaults(), the events API's
+ * and hello's registration as the server does it, config_parse() and,
  * when parsing succeeds, config_validate(). The text is handed over in a
  * copy that ends right before an unmapped page (fuzz_guard_copy), so a
  * read past its length faults even inside libc. Beyond "no crash", the
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "events/settings.h"
 #include "util/config.h"
 #include "fuzz.h"
 
@@ -37,6 +39,21 @@ check_str(const char *s)
 		abort();
 }
 
+/* What the events API's keys may hold (settings.c's directive table). */
+static void
+check_settings(const struct settings *s)
+{
+	check_str(s->issuer);
+	check_str(s->audience);
+	check_str(s->key_file);
+	check_str(s->key_id);
+	if (s->leeway < 0 || s->leeway > 3600 ||
+	    (s->errors != SETTINGS_ERRORS_RFC6750 &&
+	    s->errors != SETTINGS_ERRORS_COMPAT) ||
+	    (s->typ_strict != 0 && s->typ_strict != 1))
+		abort();
+}
+
 /* What a successful parse may leave behind (config.c's directive table). */
 static void
 check_cfg(const struct config *c)
@@ -50,10 +67,6 @@ check_cfg(const struct config *c)
 	check_str(c->ping_path);
 	check_str(c->ping_response);
 	check_str(c->db_conninfo);
-	check_str(c->auth_issuer);
-	check_str(c->auth_audience);
-	check_str(c->auth_key_file);
-	check_str(c->auth_key_id);
 	check_str(c->error_log);
 	check_str(c->access_log);
 	check_str(c->access_format);
@@ -69,13 +82,11 @@ check_cfg(const struct config *c)
 	    c->request_slowlog_timeout > 86400 ||
 	    c->process_control_timeout < 0 ||
 	    c->process_control_timeout > 86400 ||
-	    c->auth_leeway < 0 || c->auth_leeway > 3600 ||
-	    (c->auth_errors != CONFIG_AUTH_RFC6750 &&
-	    c->auth_errors != CONFIG_AUTH_COMPAT) ||
-	    (c->auth_typ_strict != 0 && c->auth_typ_strict != 1) ||
 	    c->log_level < CONFIG_LOG_ALERT || c->log_level > CONFIG_LOG_DEBUG ||
-	    c->syslog_facility < 0)
+	    c->syslog_facility < 0 ||
+	    (strcmp(c->app, "events") != 0 && strcmp(c->app, "hello") != 0))
 		abort();
+	check_settings(settings_get(c));
 }
 
 int
@@ -90,6 +101,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((cfg = malloc(sizeof(*cfg))) == NULL)
 		abort();
 	config_defaults(cfg);
+	if (config_register(cfg, "events", &settings_table, NULL, err,
+	    sizeof(err)) == -1 || config_register(cfg, "hello", NULL, NULL,
+	    err, sizeof(err)) == -1)
+		abort();
 	memset(err, 0, sizeof(err));
 	text = fuzz_guard_copy(data, size, &g);
 	if (config_parse(cfg, FUZZ_NAME, text, size, err, sizeof(err)) == -1) {

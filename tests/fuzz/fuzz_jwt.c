@@ -1,11 +1,11 @@
 /*
  * fuzz_jwt.c: libFuzzer target for token verification (jwt_verify) and
- * key loading (jwt_keyset_parse).
+ * key loading (jwk_set_parse).
  *
  * The first input byte is a control byte; the rest is the payload:
  *   bits 0-1  mode
  *             0: the payload is a compact token, verified as is;
- *             1: the payload is key material for jwt_keyset_parse(); a
+ *             1: the payload is key material for jwk_set_parse(); a
  *                set that loads then verifies the golden valid tokens;
  *             2: the payload is a JSON header and claims (byte 1: header
  *                length, then the header, then the claims): the target
@@ -160,7 +160,7 @@ static const char valid_kid2_jwt[] =
 static const int64_t leeways[4] = { 0, 60, 3600, INT64_MAX };
 static const int64_t nows[4] = { NOW, NOW + 7200, INT64_MIN, INT64_MAX };
 
-static struct jwt_keyset *keysets[3];	/* pem, pem+kid, jwks */
+static struct jwk_set *keysets[3];	/* pem, pem+kid, jwks */
 static EVP_PKEY *sign_key;		/* key.pem */
 static EVP_PKEY *check_keys[2];		/* pub.pem, pub2.pem */
 
@@ -180,13 +180,13 @@ pem_key(const char *text, int private)
 	return k;
 }
 
-static struct jwt_keyset *
+static struct jwk_set *
 keyset(const char *text, const char *kid)
 {
-	struct jwt_keyset *ks;
+	struct jwk_set *ks;
 	char err[256];
 
-	if ((ks = jwt_keyset_parse(text, strlen(text), kid, err,
+	if ((ks = jwk_set_parse(text, strlen(text), kid, err,
 	    sizeof(err))) == NULL)
 		abort();
 	return ks;
@@ -346,7 +346,7 @@ check_accepted(const char *tok, size_t len, const struct jwt_policy *p,
 		abort();
 	v = json_object_get(hdr, "kid");
 	if (v != NULL && (!json_is_string(v) || json_string_length(v) == 0 ||
-	    json_string_length(v) > JWT_MAX_KID))
+	    json_string_length(v) > JWK_MAX_KID))
 		abort();
 	json_decref(hdr);
 
@@ -390,7 +390,7 @@ check_accepted(const char *tok, size_t len, const struct jwt_policy *p,
 }
 
 static void
-verify_one(const struct jwt_keyset *ks, const char *tok, size_t len,
+verify_one(const struct jwk_set *ks, const char *tok, size_t len,
     const struct jwt_policy *p, int64_t now)
 {
 	static const struct jwt_claims zero;
@@ -430,30 +430,30 @@ run_keyset(const uint8_t *data, size_t size, const char *kid,
 {
 	static const char *goldens[] = { valid_jwt, valid_kid1_jwt,
 	    valid_kid2_jwt };
-	struct jwt_keyset *ks;
+	struct jwk_set *ks;
 	struct fuzz_guard g;
 	char err[128];
 	size_t i, n;
 
 	memset(err, 0x5a, sizeof(err));
-	ks = jwt_keyset_parse(fuzz_guard_copy(data, size, &g), size, kid, err,
+	ks = jwk_set_parse(fuzz_guard_copy(data, size, &g), size, kid, err,
 	    sizeof(err));
 	fuzz_guard_free(&g);
 	if (memchr(err, '\0', sizeof(err)) == NULL)
 		abort();
-	n = jwt_keyset_count(ks);
+	n = jwk_set_count(ks);
 	if (ks == NULL ? (err[0] == '\0' || n != 0) :
-	    (n < 1 || n > JWT_MAX_KEYS))
+	    (n < 1 || n > JWK_MAX_KEYS))
 		abort();
 	if (ks != NULL) {
 		for (i = 0; i < sizeof(goldens) / sizeof(goldens[0]); i++)
 			verify_one(ks, goldens[i], strlen(goldens[i]), p, NOW);
 		/* An index past the set is "no", never a read past it. */
-		if (jwt_rs256_verify(ks, n, (const unsigned char *)"x", 1,
+		if (jwk_rs256_verify(ks, n, (const unsigned char *)"x", 1,
 		    (const unsigned char *)"x", 1) != 0)
 			abort();
 	}
-	jwt_keyset_free(ks);
+	jwk_set_free(ks);
 }
 
 /* Appends "." and an RS256 signature of tok[0..len) made with key.pem. */

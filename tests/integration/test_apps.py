@@ -15,6 +15,11 @@ test_apps.py: the server runs the application its configuration names
   hello starts without any auth.* key; the events API refuses a
   configuration without auth.issuer, auth.audience or auth.key_file
   (-t, exit 1, "FILE: KEY is not set").
+- An application's keys are its own and known wherever they stand: a
+  misspelt auth.* key or a bad auth.* value is refused at its file:line
+  by -t whichever application is selected, and so is an unknown app =
+  value; auth.* keys in an included file, with app = after them, reach
+  the events API (a start serves GET /auth with them).
 - app = a name cfpm does not have: -t and a start fail (exit 1) with a
   message naming the file, the key and the value; a reload to another
   application is refused (it needs a restart) and the pool keeps
@@ -125,6 +130,52 @@ def check_app_settings(st):
                "rc %r, %r" % (rc, out))
 
 
+def line_of(conf, text):
+    """The 1-based line of conf that is text."""
+    with open(conf) as f:
+        return f.read().splitlines().index(text) + 1
+
+
+def check_app_keys(st):
+    tap = st.tap
+    for app, key, value, why in (
+            ("events", "auth.isuer", "x", 'unknown key "auth.isuer"'),
+            ("hello", "auth.isuer", "x", 'unknown key "auth.isuer"'),
+            ("events", "auth.leeway", "soon",
+             'auth.leeway: "soon" is not an integer'),
+            ("hello", "auth.leeway", "soon",
+             'auth.leeway: "soon" is not an integer')):
+        conf = st.write_config({"app": app, key: value})
+        want = "%s:%d: %s" % (conf, line_of(conf, "%s = %s" % (key, value)),
+                              why)
+        rc, out = st.cfpm_test_config(conf)
+        tap.ok(rc == 1 and want in out, "-t, app = %s, %s = %s: refused at "
+               "its file:line" % (app, key, value),
+               "rc %r, %r, want %r" % (rc, out, want))
+    conf = st.write_config({"app": "nosuch"})
+    want = "%s:%d: app: no application named" % (conf, line_of(
+        conf, "app = nosuch"))
+    rc, out = st.cfpm_test_config(conf)
+    tap.ok(rc == 1 and want in out, "-t: an unknown app is refused at its "
+           "file:line", "rc %r, %r, want %r" % (rc, out, want))
+    auth = ("auth.issuer", "auth.audience", "auth.key_file", "auth.key_id")
+    text = st.config_text(dict({k: None for k in auth}, app="hello"))
+    inc = os.path.join(st.dir, "auth-keys.conf")
+    with open(inc, "w") as f:
+        f.write("".join("%s = %s\n" % (k, v) for k, v in zip(auth, (
+            ct.ISSUER, ct.AUDIENCE, st.keys.pub, ct.KID))))
+    conf = st.write_config(text=text + "include = %s\napp = events\n" % inc)
+    rc, out = st.cfpm_test_config(conf)
+    tap.ok(rc == 0, "-t: auth.* in an included file, app = events after "
+           "it", "rc %r, %r" % (rc, out))
+    c = st.start_cfpm(conf=conf)
+    r = st.get("/auth", token=st.tokens["valid"])
+    tap.ok(r.status == 200 and r.json().get("sub") == "client-bench",
+           "the events API checks tokens with the included keys",
+           "got %r" % r)
+    st.stop_cfpm(c)
+
+
 def check_reload_app(st):
     tap = st.tap
     c = st.start_cfpm()
@@ -148,6 +199,7 @@ def body(tap):
         check_hello(st)
         check_unknown(st)
         check_app_settings(st)
+        check_app_keys(st)
         check_reload_app(st)
 
 

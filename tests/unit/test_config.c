@@ -1,31 +1,30 @@
 /*
  * test_config.c: config parsing, defaults, file:line errors, include lines
- * through the loader's callback, address forms and cross-key rules.
+ * through the loader's callback, address forms and cross-key rules, and
+ * applications' own keys registered with the loader (a made-up one here:
+ * the events API's auth.* are test_settings.c's).
  */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 
 #include "util/config.h"
+#include "configtest.h"
 #include "tap.h"
 
+/* Text parsed on top of the defaults, no application registered. */
 static int
 parse(struct config *cfg, const char *text, char *err, size_t errlen)
 {
-	config_defaults(cfg);
-	err[0] = '\0';
-	return config_parse(cfg, "t.conf", text, strlen(text), err, errlen);
+	return configtest_parse(config_defaults, cfg, text, err, errlen);
 }
 
 static void
 expect_error(const char *text, const char *want, const char *what)
 {
-	static struct config cfg;
-	char err[CONFIG_ERR_LEN];
-
-	is_int(parse(&cfg, text, err, sizeof(err)), -1, "%s: rejected", what);
-	ok(strstr(err, want) != NULL, "%s: message \"%s\" has \"%s\"", what,
-	    err, want);
+	configtest_error(config_defaults, text, want, what);
 }
 
 static void
@@ -38,8 +37,6 @@ test_defaults(void)
 	is_int(cfg.max_children, 8, "default pm.max_children");
 	is_int(cfg.listen_backlog, 511, "default listen.backlog");
 	is_int(cfg.listen_mode, 0660, "default listen.mode");
-	is_int(cfg.auth_leeway, 0, "default leeway 0");
-	is_int(cfg.auth_errors, CONFIG_AUTH_RFC6750, "default rfc6750");
 	is_str(cfg.ping_response, "pong", "default ping.response");
 	is_str(cfg.user, "", "default user: none (root refuses to start)");
 	is_str(cfg.group, "", "default group: the user's");
@@ -261,12 +258,6 @@ test_full(void)
 	    "process_control_timeout = 30\n"
 	    "db.conninfo = \"host=/run/postgresql dbname=events\"\n"
 	    "db.timeout = 2m\n"
-	    "auth.issuer = https://auth.bench.local\n"
-	    "auth.audience = events-api\n"
-	    "auth.key_file = /etc/cfpm/jwks.json\n"
-	    "auth.leeway = 30\n"
-	    "auth.errors = compat\n"
-	    "auth.typ = strict\n"
 	    "ping.path = /ping\n"
 	    "pm.status_path = /status\n"
 	    "pm.status_listen = /run/cfpm/status.sock\n"
@@ -291,9 +282,6 @@ test_full(void)
 	is_str(cfg.db_conninfo, "host=/run/postgresql dbname=events",
 	    "quotes stripped");
 	is_int(cfg.db_timeout, 120, "db.timeout 2m is 120 s");
-	is_int(cfg.auth_leeway, 30, "auth.leeway");
-	is_int(cfg.auth_errors, CONFIG_AUTH_COMPAT, "auth.errors compat");
-	is_int(cfg.auth_typ_strict, 1, "auth.typ strict");
 	is_int(cfg.log_level, CONFIG_LOG_DEBUG, "log_level debug");
 	is_str(cfg.status_path, "/status", "pm.status_path");
 	is_str(cfg.access_format, "%m \"%r\" \\ %s", "escapes in quotes");
@@ -324,9 +312,6 @@ test_errors(void)
 	expect_error("listen\n", "expected \"key = value\"", "no equals");
 	expect_error("pm = dynamic\n", "pm: expected static", "pm dynamic");
 	expect_error("listen.mode = 0999\n", "octal", "bad mode");
-	expect_error("auth.errors = loud\n", "expected rfc6750 or compat",
-	    "bad auth.errors");
-	expect_error("auth.typ = maybe\n", "expected lenient or strict", "bad typ");
 	expect_error("log_level = chatty\n", "expected alert, error, warning, "
 	    "notice, info or debug", "bad level");
 	expect_error("syslog.facility = local8\n", "syslog.facility: expected "
@@ -339,7 +324,6 @@ test_errors(void)
 	    "unknown duration suffix");
 	expect_error("request_terminate_timeout = 25h\n", "longer than",
 	    "duration too long");
-	expect_error("auth.leeway = -1\n", "out of range", "negative leeway");
 	/* Every wait for the database is bounded: no 0 = off. */
 	expect_error("db.timeout = 0\n", "db.timeout: 0 is out of range 1..3600",
 	    "db.timeout 0");
@@ -394,7 +378,8 @@ test_nul_and_validate(void)
 	ok(strstr(err, "t.conf:1: NUL") != NULL, "message: %s", err);
 	config_defaults(&cfg);
 	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), 0,
-	    "the defaults validate (auth.* is the events app's to require)");
+	    "the defaults validate (what an application needs is its own "
+	    "table's to require)");
 	is_int(parse(&cfg, "listen = \"\"\n", err, sizeof(err)), 0,
 	    "an empty listen parses");
 	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), -1,
@@ -402,8 +387,7 @@ test_nul_and_validate(void)
 	ok(strstr(err, "t.conf: listen is not set") != NULL, "message: %s",
 	    err);
 	config_defaults(&cfg);
-	is_int(parse(&cfg, "auth.issuer = i\nauth.audience = a\n"
-	    "auth.key_file = k\nping.path = ping\n", err, sizeof(err)), 0,
+	is_int(parse(&cfg, "ping.path = ping\n", err, sizeof(err)), 0,
 	    "parses");
 	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), -1,
 	    "ping.path without / rejected");
@@ -431,6 +415,303 @@ test_short_err(void)
 	ok(err[4] == 'x', "nothing written past errlen");
 }
 
+
+/*
+ * Made-up applications with keys of their own: "demo" (registered first:
+ * the default app; demo.name required), "other" (no rules) and "bare"
+ * (no keys at all).
+ */
+struct demo_settings {
+	char	name[CONFIG_MAX_VALUE];
+	int64_t	size;
+	int	color;
+	char	tag[8];		/* a field shorter than a value may be */
+};
+
+struct other_settings {
+	int	level;
+};
+
+static const struct config_choice demo_colors[] = {
+	{ "red", 0 }, { "blue", 1 }, { NULL, 0 },
+};
+
+static const struct config_directive demo_directives[] = {
+	CONFIG_STRING("demo.name", struct demo_settings, name),
+	CONFIG_INT("demo.size", struct demo_settings, size, 1, 100),
+	CONFIG_CHOICE("demo.color", struct demo_settings, color, demo_colors),
+	CONFIG_STRING("demo.tag", struct demo_settings, tag),
+};
+
+static const struct config_directive other_directives[] = {
+	CONFIG_INT("other.level", struct other_settings, level, 0, 9),
+};
+
+static void
+demo_defaults(void *p)
+{
+	struct demo_settings *d = p;
+
+	d->size = 10;
+	d->color = 1;
+}
+
+static int
+demo_validate(const void *p, const char *name, char *err, size_t errlen)
+{
+	const struct demo_settings *d = p;
+
+	if (d->name[0] != '\0')
+		return 0;
+	snprintf(err, errlen, "%s: demo.name is not set", name);
+	return -1;
+}
+
+static const struct config_app demo_app = {
+	demo_directives, sizeof(demo_directives) / sizeof(demo_directives[0]),
+	sizeof(struct demo_settings), demo_defaults, demo_validate,
+};
+
+static const struct config_app other_app = {
+	other_directives, 1, sizeof(struct other_settings), NULL, NULL,
+};
+
+/* Owners handed back by config_selected(): any address will do. */
+static const char demo_owner, other_owner, bare_owner;
+
+/* The defaults with demo, other and bare registered, in that order. */
+static void
+setup_apps(struct config *cfg)
+{
+	config_defaults(cfg);
+	configtest_register(cfg, "demo", &demo_app, &demo_owner);
+	configtest_register(cfg, "other", &other_app, &other_owner);
+	configtest_register(cfg, "bare", NULL, &bare_owner);
+}
+
+static const struct demo_settings *
+demo_of(const struct config *cfg)
+{
+	return config_app_settings(cfg, &demo_app);
+}
+
+static const struct other_settings *
+other_of(const struct config *cfg)
+{
+	return config_app_settings(cfg, &other_app);
+}
+
+/* parse(), with the made-up applications registered first. */
+static int
+parse_apps(struct config *cfg, const char *text, char *err, size_t errlen)
+{
+	return configtest_parse(setup_apps, cfg, text, err, errlen);
+}
+
+static void
+expect_app_error(const char *text, const char *want, const char *what)
+{
+	configtest_error(setup_apps, text, want, what);
+}
+
+static void
+test_register_defaults(void)
+{
+	static struct config cfg;
+	static const struct config_app unregistered = { NULL, 0, 8, NULL,
+	    NULL };
+	const struct demo_settings *d;
+
+	config_defaults(&cfg);
+	is_str(cfg.app, "", "no application registered: no default app");
+	ok(config_selected(&cfg) == NULL, "and none selected");
+	setup_apps(&cfg);
+	is_str(cfg.app, "demo", "the first application registered is the "
+	    "default app");
+	ok(config_selected(&cfg) == &demo_owner, "and the selected one: its "
+	    "owner comes back");
+	d = demo_of(&cfg);
+	ok(d != NULL && d->size == 10 && d->color == 1 && d->name[0] == '\0',
+	    "its settings hold its defaults");
+	ok(other_of(&cfg) != NULL && other_of(&cfg)->level == 0, "an "
+	    "application without defaults starts at zero");
+	ok((uintptr_t)d % _Alignof(max_align_t) == 0 &&
+	    (uintptr_t)other_of(&cfg) % _Alignof(max_align_t) == 0,
+	    "each application's settings are aligned for any type");
+	ok((const char *)other_of(&cfg) >= (const char *)(d + 1),
+	    "and do not overlap");
+	ok(config_app_settings(&cfg, &unregistered) == NULL &&
+	    config_app_settings(&cfg, NULL) == NULL, "a table never "
+	    "registered has no settings");
+}
+
+static void
+test_app_keys(void)
+{
+	static struct config cfg;
+	char err[CONFIG_ERR_LEN];
+
+	is_int(parse_apps(&cfg, "demo.size = 42\ndemo.color = red\n"
+	    "demo.name = \"x y\"\n", err, sizeof(err)), 0, "the selected "
+	    "application's keys parse (%s)", err);
+	ok(demo_of(&cfg)->size == 42 && demo_of(&cfg)->color == 0 &&
+	    strcmp(demo_of(&cfg)->name, "x y") == 0, "into its settings, "
+	    "unquoted like any value");
+	expect_app_error("\n\ndemo.size = 101\n", "t.conf:3: demo.size: 101 "
+	    "is out of range 1..100", "a bad value of the selected "
+	    "application's key names file:line");
+	expect_app_error("demo.color = green\n", "t.conf:1: demo.color: "
+	    "expected red or blue", "a bad keyword of the selected "
+	    "application");
+	expect_app_error("pm.max_children = 2\ndemo.sise = 1\n", "t.conf:2: "
+	    "unknown key \"demo.sise\"", "a misspelt key of the selected "
+	    "application");
+	expect_app_error("demo.tag = 12345678\n", "t.conf:1: demo.tag: value "
+	    "longer than 7 bytes", "a value longer than its field");
+
+	is_int(parse_apps(&cfg, "app = other\ndemo.size = 5\n", err,
+	    sizeof(err)), 0, "a key of an application that is not selected "
+	    "is accepted (%s)", err);
+	ok(config_selected(&cfg) == &other_owner && demo_of(&cfg)->size == 5,
+	    "and kept with its own application's settings");
+	expect_app_error("app = other\n\ndemo.size = 0\n", "t.conf:3: "
+	    "demo.size: 0 is out of range", "a bad value of an unselected "
+	    "application's key still names file:line");
+	expect_app_error("app = other\ndemo.sise = 5\n", "t.conf:2: unknown "
+	    "key \"demo.sise\"", "a misspelt key of an unselected application");
+	expect_app_error("app = bare\nother.levle = 5\n", "t.conf:2: unknown "
+	    "key \"other.levle\"", "a misspelt key with an application of no "
+	    "keys selected");
+
+	is_int(parse_apps(&cfg, "other.level = 7\n[www]\napp = other\n", err,
+	    sizeof(err)), 0, "a key before the app = that selects its "
+	    "application (%s)", err);
+	ok(config_selected(&cfg) == &other_owner && other_of(&cfg)->level == 7,
+	    "applies to it");
+	is_int(parse_apps(&cfg, "app = other\napp = demo\n", err, sizeof(err)),
+	    0, "app given twice");
+	ok(config_selected(&cfg) == &demo_owner, "takes its last value");
+	expect_app_error("pm = static\napp = nosuch\n", "t.conf:2: app: no "
+	    "application named \"nosuch\"", "an app nobody registered names "
+	    "file:line");
+	expect_error("app = demo\n", "t.conf:1: app: no application named "
+	    "\"demo\"", "with no application registered, app = names none");
+	expect_error("demo.size = 5\n", "t.conf:1: unknown key \"demo.size\"",
+	    "and an application's key is unknown");
+}
+
+/* config_include_fn: "inc.conf" is the text arg points to. */
+static int
+text_include(void *arg, struct config *cfg, const char *pattern,
+    const char *from, int line, char *err, size_t errlen)
+{
+	const char *text = arg;
+
+	(void)pattern;
+	(void)from;
+	(void)line;
+	return config_parse(cfg, "inc.conf", text, strlen(text), err, errlen);
+}
+
+static void
+test_app_include(void)
+{
+	static struct config cfg;
+	char err[CONFIG_ERR_LEN];
+	const char *main_text = "demo.color = red\ninclude = inc.conf\n"
+	    "other.level = 4\n";
+	const char *inc = "demo.size = 33\napp = other\n";
+	const char *bad = "\ndemo.size = 1000\n";
+
+	setup_apps(&cfg);
+	is_int(config_parse_with(&cfg, "t.conf", main_text, strlen(main_text),
+	    text_include, (void *)inc, err, sizeof(err)), 0, "application "
+	    "keys and app = in an included file (%s)", err);
+	ok(config_selected(&cfg) == &other_owner && other_of(&cfg)->level == 4,
+	    "select its application for the lines after the include");
+	ok(demo_of(&cfg)->size == 33 && demo_of(&cfg)->color == 0,
+	    "and the unselected application keeps its keys from both files");
+	setup_apps(&cfg);
+	is_int(config_parse_with(&cfg, "t.conf", main_text, strlen(main_text),
+	    text_include, (void *)bad, err, sizeof(err)), -1, "a bad value of "
+	    "an application's key in an included file");
+	ok(strstr(err, "inc.conf:2: demo.size: 1000 is out of range") != NULL,
+	    "names the included file and line: %s", err);
+}
+
+static void
+test_app_validate(void)
+{
+	static struct config cfg;
+	char err[CONFIG_ERR_LEN];
+
+	setup_apps(&cfg);
+	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), -1,
+	    "the selected application's own rule applies");
+	is_str(err, "t.conf: demo.name is not set", "with its message");
+	is_int(parse_apps(&cfg, "demo.name = n\n", err, sizeof(err)), 0,
+	    "demo.name set");
+	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), 0,
+	    "validates (%s)", err);
+	is_int(parse_apps(&cfg, "app = other\n", err, sizeof(err)), 0,
+	    "another application selected");
+	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), 0,
+	    "demo's rule does not apply then (%s)", err);
+	is_int(parse_apps(&cfg, "listen = \"\"\n", err, sizeof(err)), 0,
+	    "no listen, no demo.name");
+	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), -1,
+	    "refused");
+	is_str(err, "t.conf: listen is not set", "the server's rules first");
+}
+
+static void
+test_register_refused(void)
+{
+	static struct config cfg;
+	static const struct config_directive server_key[] = {
+		CONFIG_STRING("listen", struct demo_settings, name),
+	};
+	static const struct config_directive demo_key[] = {
+		CONFIG_INT("demo.size", struct other_settings, level, 0, 1),
+	};
+	static const struct config_app takes_listen = { server_key, 1,
+	    sizeof(struct demo_settings), NULL, NULL };
+	static const struct config_app takes_demo = { demo_key, 1,
+	    sizeof(struct other_settings), NULL, NULL };
+	static const struct config_app too_big = { NULL, 0,
+	    CONFIG_MAX_APP_SETTINGS + 1, NULL, NULL };
+	char err[CONFIG_ERR_LEN], name[CONFIG_MAX_APPS + 1][8];
+	int i, rc = 0;
+
+	setup_apps(&cfg);
+	is_int(config_register(&cfg, "demo", NULL, NULL, err, sizeof(err)), -1,
+	    "a name registered twice");
+	ok(strstr(err, "demo: registered twice") != NULL, "message: %s", err);
+	is_int(config_register(&cfg, "x", &takes_listen, NULL, err,
+	    sizeof(err)), -1, "an application key that is the server's");
+	ok(strstr(err, "key listen is taken") != NULL, "message: %s", err);
+	is_int(config_register(&cfg, "x", &takes_demo, NULL, err,
+	    sizeof(err)), -1, "a key another application has");
+	ok(strstr(err, "key demo.size is taken") != NULL, "message: %s", err);
+	is_int(config_register(&cfg, "x", &too_big, NULL, err, sizeof(err)),
+	    -1, "settings larger than CONFIG_MAX_APP_SETTINGS");
+	ok(strstr(err, "CONFIG_MAX_APP_SETTINGS") != NULL, "message: %s", err);
+	is_int((long long)cfg.napps, 3, "nothing refused was registered");
+	is_str(cfg.app, "demo", "the default app is unchanged");
+
+	config_defaults(&cfg);
+	for (i = 0; i < CONFIG_MAX_APPS; i++) {
+		snprintf(name[i], sizeof(name[i]), "a%d", i);
+		rc |= config_register(&cfg, name[i], NULL, NULL, err,
+		    sizeof(err));
+	}
+	is_int(rc, 0, "CONFIG_MAX_APPS applications register");
+	snprintf(name[i], sizeof(name[i]), "a%d", i);
+	is_int(config_register(&cfg, name[i], NULL, NULL, err, sizeof(err)),
+	    -1, "one more is refused");
+	ok(strstr(err, "more than") != NULL, "message: %s", err);
+}
+
 int
 main(void)
 {
@@ -444,5 +725,10 @@ main(void)
 	test_long_line();
 	test_nul_and_validate();
 	test_short_err();
+	test_register_defaults();
+	test_app_keys();
+	test_app_include();
+	test_app_validate();
+	test_register_refused();
 	return done_testing();
 }

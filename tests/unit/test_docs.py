@@ -2,12 +2,14 @@
 """
 test_docs.py: the manual pages keep up with the code (TAP).
 
-- Every key of the directive table in src/util/config.c has an entry in
-  cfpm.conf(5) naming its type and the default config_defaults() gives it;
+- Every key of the directive tables -- the server's in src/util/config.c
+  and each application's own (a struct config_app in src/*/) -- has an
+  entry in cfpm.conf(5) naming its type and the default its defaults
+  function gives it (app's: the first application of main.c's table);
   an integer or a duration names its range, a keyword setting every word
   it accepts.
 - Every key in the example configurations (etc/cfpm.conf, commented keys
-  included, and docker/cfpm.conf) is a key of the table.
+  included, and docker/cfpm.conf) is a key of those tables.
 - Every option `cfpm --help` lists is in cfpm(8)'s OPTIONS and the other
   way round; every option of each `cfpm-token COMMAND -h` is in that
   command's entry of cfpm-token(1), and the page names no other.
@@ -25,10 +27,12 @@ a page without one key and on a .ci/run that does more: each must be
 reported.
 
 The C sources are read as text (no compiler): the directive macros are
-expanded from their #define lines, constants come from config.h.
+expanded from their #define lines (config.h's and the file's), constants
+come from config.h and the application's header.
 Environment: CFPM_SRCDIR (sources), CFPM_BUILDDIR (cfpm, cfpm-token).
 """
 
+import glob
 import os
 import re
 import shutil
@@ -46,9 +50,10 @@ PAGES = ("man/cfpm.8", "man/cfpm.conf.5", "man/cfpm-token.1")
 STDINT = {"INT64_MAX": 2 ** 63 - 1, "INT_MAX": 2 ** 31 - 1}
 # What cfpm.conf(5) calls each setter's values ("Types").
 SETTER_TYPES = {
-    "cfg_set_string": "string", "cfg_set_integer": "integer",
+    "config_set_string": "string", "config_set_integer": "integer",
     "cfg_set_seconds": "duration", "cfg_set_mode": "mode",
-    "cfg_set_choice": "keyword", "cfg_check_choice": "keyword",
+    "config_set_choice": "keyword", "cfg_check_choice": "keyword",
+    "cfg_set_app": "string",
 }
 
 
@@ -129,25 +134,31 @@ def value_of(expr, consts):
 
 
 def macros(c_text):
-    """#define CFG_X(params) body, as {name: (params, body)}."""
+    """#define NAME(params) body of the directive rows (CFG_, SET_ and
+    config.h's CONFIG_, not CONFIG_FIELD), as {name: (params, body)}."""
     out = {}
-    for m in re.finditer(r'^#define\s+(CFG_\w+)\(([^)]*)\)\s+(.*)$', c_text,
-                         re.M):
-        out[m.group(1)] = ([p.strip() for p in m.group(2).split(",")],
-                           m.group(3).strip())
+    text = c_text.replace("\\\n", " ")
+    for m in re.finditer(r'^#define\s+((?:CFG|SET|CONFIG)_\w+)\(([^)]*)\)'
+                         r'\s+(.*)$', text, re.M):
+        if m.group(1) != "CONFIG_FIELD":
+            out[m.group(1)] = ([p.strip() for p in m.group(2).split(",")],
+                               m.group(3).strip())
     return out
 
 
 def expand(entry, defs):
-    """A table entry with its CFG_ macro expanded: the brace form."""
-    m = re.match(r'(CFG_\w+)\((.*)\)$', entry, re.S)
-    if not m or m.group(1) not in defs:
-        return entry
-    params, body = defs[m.group(1)]
-    args = split_top(m.group(2))
-    for p, a in zip(params, args):
-        body = re.sub(r'\b%s\b' % re.escape(p), lambda _m, a=a: a, body)
-    return body
+    """A table entry with its macros expanded down to the brace form."""
+    for _ in range(4):
+        m = re.match(r'(\w+)\((.*)\)$', entry.strip(), re.S)
+        if not m or m.group(1) not in defs:
+            break
+        params, body = defs[m.group(1)]
+        args = split_top(m.group(2))
+        for p, a in zip(params, args):
+            body = re.sub(r'\b%s\b' % re.escape(p), lambda _m, a=a: a,
+                          body)
+        entry = body
+    return entry
 
 
 def choices(c_text, consts):
@@ -165,13 +176,15 @@ def choices(c_text, consts):
     return out
 
 
-def directive_table(c_text, consts):
-    """The keys of config_directives[]: [{key, setter, field, min, max,
-    words}] (field None for a key that is only checked)."""
-    m = re.search(r'config_directives\[\]\s*=\s*\{(.*?)\n\};', c_text, re.S)
+def directive_table(c_text, consts, name, defs):
+    """The keys of the table name[]: [{key, setter, field, min, max,
+    words}] (field None for a key that is only checked); defs: the
+    macros it may use."""
+    m = re.search(r'\b%s\[\]\s*=\s*\{(.*?)\n\};' % re.escape(name), c_text,
+                  re.S)
     if m is None:
         return []
-    defs, words = macros(c_text), choices(c_text, consts)
+    words = choices(c_text, consts)
     table = []
     for entry in split_top(m.group(1)):
         brace = expand(entry, defs).strip()
@@ -180,8 +193,9 @@ def directive_table(c_text, consts):
         f = split_top(brace[1:-1])
         d = {"key": c_string(f[0]), "setter": f[1], "field": None,
              "min": None, "max": None, "words": None}
-        fm = re.match(r'CFG_FIELD\((\w+)\)$', f[2])
-        rest = f[3:] if fm else f[4:]   # CFG_FIELD is offset and size
+        fm = re.match(r'(?:CFG_FIELD\(|CONFIG_FIELD\([^,]+,)\s*(\w+)\)$',
+                      f[2])
+        rest = f[3:] if fm else f[4:]   # a FIELD is offset and size
         if fm:
             d["field"] = fm.group(1)
         if len(rest) >= 3:
@@ -193,14 +207,15 @@ def directive_table(c_text, consts):
     return table
 
 
-def defaults(c_text, consts):
-    """config_defaults(): {field: value} for what it sets (the rest is 0)."""
-    m = re.search(r'^config_defaults\(.*?\)\n\{(.*?)\n\}', c_text,
+def defaults(c_text, consts, name):
+    """The function name(): {field: value} for what it sets (the rest is
+    0), through whatever pointer it names (cfg->, s->)."""
+    m = re.search(r'^%s\(.*?\)\n\{(.*?)\n\}' % re.escape(name), c_text,
                   re.S | re.M)
     out = {}
     for stmt in split_top(m.group(1) if m else "", ";"):
-        sm = re.match(r'snprintf\(cfg->(\w+),\s*(.*)\)$', stmt, re.S)
-        am = re.match(r'cfg->(\w+)\s*=\s*(.+)$', stmt, re.S)
+        sm = re.match(r'snprintf\(\w+->(\w+),\s*(.*)\)$', stmt, re.S)
+        am = re.match(r'\w+->(\w+)\s*=\s*(.+)$', stmt, re.S)
         if sm:
             args = split_top(sm.group(2))
             fmt = c_string(args[1])
@@ -351,7 +366,7 @@ def check_entry(d, text, want_default):
             probs.append("keyword %r not named" % word)
     got = entry_default(text)
     if want_default is not None and got != want_default:
-        probs.append("default %r, config_defaults() gives %r" %
+        probs.append("default %r, the source's defaults give %r" %
                      (got, want_default))
     return probs
 
@@ -363,9 +378,10 @@ def options_of(text):
 
 # ---------------------------------------------------------------------------
 
-def test_config_keys(t, table, entries, defs, consts):
-    t.cmp_ok(len(table), ">=", 30, "config.c: the directive table is read "
-             "(%d keys)" % len(table))
+def test_config_keys(t, table, entries, defs, consts, minimum=30):
+    t.cmp_ok(len(table), ">=", minimum, "the directive table is read "
+             "(%d keys: %s...)" % (len(table), table[0]["key"] if table
+                                   else "none"))
     missing = [d["key"] for d in table if d["key"] not in entries]
     t.ok(not missing, "cfpm.conf(5) has an entry for every key of "
          "config.c's table", "missing: %s" % ", ".join(missing))
@@ -380,7 +396,7 @@ def test_config_keys(t, table, entries, defs, consts):
         t.ok(not probs, "cfpm.conf(5) %s: type, range, keywords, default"
              % d["key"], *probs)
     if unknown:
-        t.diag("defaults not derivable from config_defaults(), not "
+        t.diag("defaults not derivable from the source, not "
                "compared: %s" % ", ".join(unknown))
     # Negative controls: the same checks must see a key that is missing
     # and a default that differs.
@@ -555,14 +571,66 @@ def test_install_steps(t):
          ", ".join(named), shipped.group(0) if shipped else "no dist_sql_DATA")
 
 
+def uncommented(rel):
+    return re.sub(r'/\*.*?\*/', '', read(rel), flags=re.S)
+
+
+def default_app():
+    """The name of the first application of main.c's table (the default
+    "app"), read from that application's struct app, or None."""
+    m = re.search(r'main_apps\[\]\s*=\s*\{\s*&(\w+)', read("src/main.c"))
+    for path in sorted(glob.glob(os.path.join(SRCDIR, "src", "*", "*.c"))):
+        with open(path, encoding="utf-8") as f:
+            t = f.read()
+        a = m and re.search(r'struct app %s = \{.*?\.name = ("[^"]*")' %
+                            m.group(1), t, re.S)
+        if a:
+            return c_string(a.group(1))
+    return None
+
+
+def app_tables(config_h):
+    """Each application's own keys: for every struct config_app in
+    src/*/*.c, (table, defaults, constants) as directive_table() and
+    defaults() read them."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(SRCDIR, "src", "*", "*.c"))):
+        rel = os.path.relpath(path, SRCDIR)
+        c_text = uncommented(rel)
+        for body in re.findall(r'struct config_app\s+\w+\s*=\s*\{(.*?)\};',
+                               c_text, re.S):
+            dm = re.search(r'\.directives\s*=\s*(\w+)', body)
+            fm = re.search(r'\.defaults\s*=\s*(\w+)', body)
+            header = rel[:-2] + ".h"
+            consts = constants(config_h + (read(header) if os.path.exists(
+                os.path.join(SRCDIR, header)) else ""))
+            defs = dict(macros(config_h), **macros(c_text))
+            table = directive_table(c_text, consts, dm.group(1), defs) \
+                if dm else []
+            out.append((table, defaults(c_text, consts, fm.group(1))
+                        if fm else {}, consts))
+    return out
+
+
 def main():
     t = TAP()
-    consts = constants(read("src/util/config.h"))
-    c_text = re.sub(r'/\*.*?\*/', '', read("src/util/config.c"),
-                    flags=re.S)
-    table = directive_table(c_text, consts)
+    config_h = read("src/util/config.h")
+    consts = constants(config_h)
+    c_text = uncommented("src/util/config.c")
+    table = directive_table(c_text, consts, "config_directives",
+                            dict(macros(config_h), **macros(c_text)))
+    defs = defaults(c_text, consts, "config_defaults")
+    if "app" not in defs and default_app() is not None:
+        defs["app"] = default_app()
+    apps = app_tables(config_h)
+    t.ok(apps and all(a[0] for a in apps), "the applications' own "
+         "directive tables are read (%d)" % len(apps))
     entries = conf_entries(read("man/cfpm.conf.5"))
-    test_config_keys(t, table, entries, defaults(c_text, consts), consts)
+    test_config_keys(t, table, entries, defs, consts)
+    for app_table, app_defs, app_consts in apps:
+        test_config_keys(t, app_table, entries, app_defs, app_consts,
+                         minimum=1)
+        table = table + app_table
     test_example_keys(t, {d["key"] for d in table})
     test_cfpm_options(t)
     test_token_options(t)

@@ -1,5 +1,5 @@
 /*
- * test_jwt.c: jwt_verify() and jwt_keyset_parse() against golden tokens.
+ * test_jwt.c: jwt_verify() and jwk_set_parse() against golden tokens.
  *
  * The tokens and keys live in tests/data/jwt/ (made by mkgolden.sh, with
  * fixed times around NOW); the directory is found through $CFPM_SRCDIR
@@ -34,7 +34,7 @@ enum ks_id {
 static const char *ks_names[KS_COUNT] = {
 	"pem", "pem+kid", "jwks", "foreign"
 };
-static struct jwt_keyset *keysets[KS_COUNT];
+static struct jwk_set *keysets[KS_COUNT];
 
 struct gcase {
 	const char	*file;		/* tests/data/jwt/<file>.jwt */
@@ -324,10 +324,10 @@ token_read(const char *name, size_t *lenp)
 	return tok;
 }
 
-static struct jwt_keyset *
+static struct jwk_set *
 keyset_file(const char *name, const char *kid, char *err, size_t errlen)
 {
-	struct jwt_keyset *ks;
+	struct jwk_set *ks;
 	size_t len;
 	char *buf;
 
@@ -335,7 +335,7 @@ keyset_file(const char *name, const char *kid, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read %s", name);
 		return NULL;
 	}
-	ks = jwt_keyset_parse(buf, len, kid, err, errlen);
+	ks = jwk_set_parse(buf, len, kid, err, errlen);
 	free(buf);
 	return ks;
 }
@@ -537,27 +537,27 @@ test_rs256_primitive(void)
 	dot = strrchr(tok, '.');
 	n = base64url_decode(dot + 1, strlen(dot + 1), sig, sizeof(sig));
 	is_int(n, 256, "valid signature decodes to 256 bytes");
-	is_int(jwt_rs256_verify(keysets[KS_PEM], 0, (unsigned char *)tok,
+	is_int(jwk_rs256_verify(keysets[KS_PEM], 0, (unsigned char *)tok,
 	    (size_t)(dot - tok), sig, (size_t)n), 1, "rs256_verify: valid");
-	is_int(jwt_rs256_verify(keysets[KS_JWKS], 0, (unsigned char *)tok,
+	is_int(jwk_rs256_verify(keysets[KS_JWKS], 0, (unsigned char *)tok,
 	    (size_t)(dot - tok), sig, (size_t)n), 1,
 	    "rs256_verify: JWKS key 0 is pub.pem's key");
-	is_int(jwt_rs256_verify(keysets[KS_JWKS], 1, (unsigned char *)tok,
+	is_int(jwk_rs256_verify(keysets[KS_JWKS], 1, (unsigned char *)tok,
 	    (size_t)(dot - tok), sig, (size_t)n), 0,
 	    "rs256_verify: other key");
-	is_int(jwt_rs256_verify(keysets[KS_PEM], 1, (unsigned char *)tok,
+	is_int(jwk_rs256_verify(keysets[KS_PEM], 1, (unsigned char *)tok,
 	    (size_t)(dot - tok), sig, (size_t)n), 0,
 	    "rs256_verify: index out of range");
-	is_int(jwt_rs256_verify(NULL, 0, (unsigned char *)tok,
+	is_int(jwk_rs256_verify(NULL, 0, (unsigned char *)tok,
 	    (size_t)(dot - tok), sig, (size_t)n), 0, "rs256_verify: NULL set");
-	is_int(jwt_rs256_verify(keysets[KS_PEM], 0, (unsigned char *)tok,
+	is_int(jwk_rs256_verify(keysets[KS_PEM], 0, (unsigned char *)tok,
 	    (size_t)(dot - tok) - 1, sig, (size_t)n), 0,
 	    "rs256_verify: message cut short");
 	sig[255] ^= 1;
-	is_int(jwt_rs256_verify(keysets[KS_PEM], 0, (unsigned char *)tok,
+	is_int(jwk_rs256_verify(keysets[KS_PEM], 0, (unsigned char *)tok,
 	    (size_t)(dot - tok), sig, (size_t)n), 0,
 	    "rs256_verify: one bit flipped");
-	is_int(jwt_rs256_verify(keysets[KS_PEM], 0, (unsigned char *)tok,
+	is_int(jwk_rs256_verify(keysets[KS_PEM], 0, (unsigned char *)tok,
 	    (size_t)(dot - tok), sig, 255), 0, "rs256_verify: 255 bytes");
 	free(tok);
 }
@@ -566,14 +566,14 @@ test_rs256_primitive(void)
 static long
 parse_text(const char *text, const char *kid, char *err, size_t errlen)
 {
-	struct jwt_keyset *ks;
+	struct jwk_set *ks;
 	long n;
 
-	if ((ks = jwt_keyset_parse(text, strlen(text), kid, err,
+	if ((ks = jwk_set_parse(text, strlen(text), kid, err,
 	    errlen)) == NULL)
 		return -1;
-	n = (long)jwt_keyset_count(ks);
-	jwt_keyset_free(ks);
+	n = (long)jwk_set_count(ks);
+	jwk_set_free(ks);
 	return n;
 }
 
@@ -593,7 +593,7 @@ keyset_refused(const char *what, const char *text, const char *kid,
 static void
 keyset_file_refused(const char *file, const char *errpart)
 {
-	struct jwt_keyset *ks;
+	struct jwk_set *ks;
 	char err[256];
 
 	err[0] = '\0';
@@ -601,7 +601,7 @@ keyset_file_refused(const char *file, const char *errpart)
 	ok(ks == NULL && err[0] != '\0' && strstr(err, errpart) != NULL,
 	    "keyset refused: %s", file);
 	printf("#   err \"%s\"\n", err);
-	jwt_keyset_free(ks);
+	jwk_set_free(ks);
 }
 
 /* A growing text buffer for JWKS documents built from jwks.json's keys. */
@@ -627,10 +627,10 @@ text_add(struct text *t, const char *fmt, ...)
 static void
 test_keyset_parse(void)
 {
-	struct jwt_keyset *ks;
+	struct jwk_set *ks;
 	struct text t;
 	json_t *jwks;
-	char n1[600], n2[600], err[256], kid[JWT_MAX_KID + 2], *text, *pem;
+	char n1[600], n2[600], err[256], kid[JWK_MAX_KID + 2], *text, *pem;
 	const char *pem_begin;
 	size_t len, i;
 	enum jwt_err e;
@@ -638,10 +638,10 @@ test_keyset_parse(void)
 	char *tok;
 	size_t toklen;
 
-	is_int(jwt_keyset_count(keysets[KS_PEM]), 1, "pub.pem: one key");
-	is_int(jwt_keyset_count(keysets[KS_JWKS]), 2, "jwks.json: two keys");
-	is_int(jwt_keyset_count(NULL), 0, "count(NULL) is 0");
-	jwt_keyset_free(NULL);
+	is_int(jwk_set_count(keysets[KS_PEM]), 1, "pub.pem: one key");
+	is_int(jwk_set_count(keysets[KS_JWKS]), 2, "jwks.json: two keys");
+	is_int(jwk_set_count(NULL), 0, "count(NULL) is 0");
+	jwk_set_free(NULL);
 	ok(1, "free(NULL) is fine");
 
 	keyset_refused("garbage", "hello, world", NULL, "neither");
@@ -685,20 +685,20 @@ test_keyset_parse(void)
 	    *pem_begin == 'A' ? 'B' : 'A', pem_begin + 1);
 	keyset_refused("PEM with a damaged body", text, NULL, "PEM");
 	keyset_refused("PEM with an empty default kid", pem, "", "kid");
-	memset(kid, 'k', JWT_MAX_KID);
-	kid[JWT_MAX_KID] = '\0';
+	memset(kid, 'k', JWK_MAX_KID);
+	kid[JWK_MAX_KID] = '\0';
 	is_int(parse_text(pem, kid, err, sizeof(err)), 1,
 	    "PEM with a 256-byte default kid");
-	kid[JWT_MAX_KID] = 'k';
-	kid[JWT_MAX_KID + 1] = '\0';
+	kid[JWK_MAX_KID] = 'k';
+	kid[JWK_MAX_KID + 1] = '\0';
 	keyset_refused("PEM with a 257-byte default kid", pem, kid, "kid");
-	ks = jwt_keyset_parse(pem, len, NULL, NULL, 0);
+	ks = jwk_set_parse(pem, len, NULL, NULL, 0);
 	ok(ks != NULL, "err may be NULL (good key)");
-	jwt_keyset_free(ks);
-	ok(jwt_keyset_parse("x", 1, NULL, NULL, 0) == NULL,
+	jwk_set_free(ks);
+	ok(jwk_set_parse("x", 1, NULL, NULL, 0) == NULL,
 	    "err may be NULL (bad key)");
 	memset(err, 'Z', sizeof(err));
-	ks = jwt_keyset_parse("x", 1, NULL, err, 8);
+	ks = jwk_set_parse("x", 1, NULL, err, 8);
 	ok(ks == NULL && strlen(err) == 7 && err[8] == 'Z',
 	    "err truncated to errlen");
 	free(text);
@@ -772,7 +772,7 @@ test_keyset_parse(void)
 	keyset_refused("JWKS: two keys, one without kid", t.buf, NULL, "kid");
 	t.len = 0;
 	text_add(&t, "{\"keys\":[");
-	for (i = 0; i <= JWT_MAX_KEYS; i++)
+	for (i = 0; i <= JWK_MAX_KEYS; i++)
 		text_add(&t, "%s{\"kty\":\"RSA\",\"kid\":\"k%zu\",\"n\":\"%s\","
 		    "\"e\":\"AQAB\"}", i ? "," : "", i, n1);
 	text_add(&t, "]}");
@@ -780,11 +780,11 @@ test_keyset_parse(void)
 	/* The same with the last key dropped: 16 is fine. */
 	t.len = 0;
 	text_add(&t, "{\"keys\":[");
-	for (i = 0; i < JWT_MAX_KEYS; i++)
+	for (i = 0; i < JWK_MAX_KEYS; i++)
 		text_add(&t, "%s{\"kty\":\"RSA\",\"kid\":\"k%zu\",\"n\":\"%s\","
 		    "\"e\":\"AQAB\"}", i ? "," : "", i, n1);
 	text_add(&t, "]}");
-	is_int(parse_text(t.buf, NULL, err, sizeof(err)), JWT_MAX_KEYS,
+	is_int(parse_text(t.buf, NULL, err, sizeof(err)), JWK_MAX_KEYS,
 	    "JWKS with 16 keys");
 
 	/* Skipped entries: other kty, other use, other alg. */
@@ -799,8 +799,8 @@ test_keyset_parse(void)
 	    "{\"kty\":\"RSA\",\"alg\":\"RS256\",\"use\":\"sig\","
 	    "\"kid\":\"test-1\",\"n\":\"%s\",\"e\":\"AQAB\"}"
 	    "]}", n1, n1, n1);
-	ks = jwt_keyset_parse(t.buf, t.len, NULL, err, sizeof(err));
-	is_int(jwt_keyset_count(ks), 1, "JWKS: EC, enc and RS512 keys skipped");
+	ks = jwk_set_parse(t.buf, t.len, NULL, err, sizeof(err));
+	is_int(jwk_set_count(ks), 1, "JWKS: EC, enc and RS512 keys skipped");
 	{
 		struct jwt_policy p = { ISSUER, AUDIENCE, 0, JWT_TYP_LENIENT };
 
@@ -813,14 +813,14 @@ test_keyset_parse(void)
 		is_int(e, JWT_OK, "mixed JWKS: no kid, one usable key");
 		free(tok);
 	}
-	jwt_keyset_free(ks);
+	jwk_set_free(ks);
 
 	/* One key without kid stands for any kid. */
 	t.len = 0;
 	text_add(&t, "{\"keys\":[{\"kty\":\"RSA\",\"n\":\"%s\","
 	    "\"e\":\"AQAB\"}]}", n2);
-	ks = jwt_keyset_parse(t.buf, t.len, NULL, err, sizeof(err));
-	is_int(jwt_keyset_count(ks), 1, "JWKS: one key without kid");
+	ks = jwk_set_parse(t.buf, t.len, NULL, err, sizeof(err));
+	is_int(jwk_set_count(ks), 1, "JWKS: one key without kid");
 	{
 		struct jwt_policy p = { ISSUER, AUDIENCE, 0, JWT_TYP_LENIENT };
 
@@ -833,7 +833,7 @@ test_keyset_parse(void)
 		is_int(e, JWT_ESIG, "kid-less JWKS key: other key's token");
 		free(tok);
 	}
-	jwt_keyset_free(ks);
+	jwk_set_free(ks);
 #undef JWK
 }
 
@@ -887,9 +887,9 @@ main(void)
 	test_keyset_parse();
 	test_strerror();
 
-	jwt_keyset_free(keysets[KS_PEM]);
-	jwt_keyset_free(keysets[KS_PEM_KID]);
-	jwt_keyset_free(keysets[KS_JWKS]);
-	jwt_keyset_free(keysets[KS_FOREIGN]);
+	jwk_set_free(keysets[KS_PEM]);
+	jwk_set_free(keysets[KS_PEM_KID]);
+	jwk_set_free(keysets[KS_JWKS]);
+	jwk_set_free(keysets[KS_FOREIGN]);
 	return done_testing();
 }

@@ -1,9 +1,9 @@
 /*
- * test_wycheproof.c: jwt_rs256_verify() against Project Wycheproof's
+ * test_wycheproof.c: jwk_rs256_verify() against Project Wycheproof's
  * RSASSA-PKCS1-v1_5 / SHA-256 / 2048-bit vectors
  * (tests/data/wycheproof/testvectors_v1/, see SOURCE.md there).
  *
- * Each group's key is loaded twice through jwt_keyset_parse(): from its
+ * Each group's key is loaded twice through jwk_set_parse(): from its
  * SPKI PEM and from its JWK (as a one-key JWKS). Every vector is run with
  * both: "valid" must verify, "invalid" must not, "acceptable" may do either
  * (reported). A key the loader refuses fails every "valid" vector of its
@@ -62,10 +62,10 @@ unhex(const char *s, size_t *outlen)
 }
 
 /* Loads the group's key from its PEM or from its JWK. */
-static struct jwt_keyset *
+static struct jwk_set *
 group_keyset(const json_t *group, int from_jwk, char *err, size_t errlen)
 {
-	struct jwt_keyset *ks = NULL;
+	struct jwk_set *ks = NULL;
 	const char *pem;
 	json_t *jwks;
 	char *text;
@@ -76,7 +76,7 @@ group_keyset(const json_t *group, int from_jwk, char *err, size_t errlen)
 			snprintf(err, errlen, "no publicKeyPem");
 			return NULL;
 		}
-		return jwt_keyset_parse(pem, strlen(pem), NULL, err, errlen);
+		return jwk_set_parse(pem, strlen(pem), NULL, err, errlen);
 	}
 	if (json_object_get(group, "keyJwk") == NULL) {
 		snprintf(err, errlen, "no keyJwk");
@@ -84,7 +84,7 @@ group_keyset(const json_t *group, int from_jwk, char *err, size_t errlen)
 	}
 	jwks = json_pack("{s:[O]}", "keys", json_object_get(group, "keyJwk"));
 	if (jwks != NULL && (text = json_dumps(jwks, JSON_COMPACT)) != NULL) {
-		ks = jwt_keyset_parse(text, strlen(text), NULL, err, errlen);
+		ks = jwk_set_parse(text, strlen(text), NULL, err, errlen);
 		free(text);
 	}
 	json_decref(jwks);
@@ -103,7 +103,7 @@ hex_member(const json_t *t, const char *name, size_t *len)
 }
 
 static void
-run_vector(const struct jwt_keyset *ks, const json_t *t, const char *how,
+run_vector(const struct jwk_set *ks, const json_t *t, const char *how,
     struct tally *n)
 {
 	unsigned char *msg, *sig;
@@ -126,7 +126,7 @@ run_vector(const struct jwt_keyset *ks, const json_t *t, const char *how,
 	n->vectors++;
 	got = 0;
 	if (ks != NULL)
-		got = jwt_rs256_verify(ks, 0, msg, msglen, sig, siglen);
+		got = jwk_rs256_verify(ks, 0, msg, msglen, sig, siglen);
 	if (strcmp(result, "valid") == 0) {
 		n->valid++;
 		ok(got == 1, "tcId %lld [%s] valid, verifies: %s", tcid, how,
@@ -151,7 +151,7 @@ done:
 static void
 run_group(const json_t *group, size_t gi, int from_jwk, struct tally *n)
 {
-	struct jwt_keyset *ks;
+	struct jwk_set *ks;
 	const json_t *t;
 	char err[256] = "";
 	char how[64];
@@ -166,7 +166,7 @@ run_group(const json_t *group, size_t gi, int from_jwk, struct tally *n)
 	}
 	json_array_foreach(json_object_get(group, "tests"), i, t)
 		run_vector(ks, t, how, n);
-	jwt_keyset_free(ks);
+	jwk_set_free(ks);
 }
 
 int
