@@ -584,8 +584,10 @@ def check_fds(st, tap, c, how, sock, status_sock):
     closing: looked at again for up to 3 s."""
     want_master = sorted(["stdin", "log", "log", "pool socket",
                           "status socket", "eventfd", "eventfd"])
+    # A worker's eventfds: the master's kick and the pool's wake, and
+    # db.c's interrupt (request_terminate_timeout's signal handler).
     want_worker = sorted(["stdin", "log", "log", "pool socket", "eventfd",
-                          "eventfd", "epoll", "database"])
+                          "eventfd", "eventfd", "epoll", "database"])
     seen = {}
 
     def look():
@@ -602,7 +604,7 @@ def check_fds(st, tap, c, how, sock, status_sock):
            "eventfds" % how, "got %s" % seen["master"])
     tap.ok(len(seen["workers"]) == POOL and not seen["bad"], "%s: each of "
            "the %d workers holds exactly stdin, the log, the pool socket, "
-           "the eventfds, its epoll and its database connection" %
+           "its three eventfds, its epoll and its database connection" %
            (how, len(seen["workers"])), "got %s" % seen["bad"])
 
 
