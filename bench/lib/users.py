@@ -13,8 +13,9 @@ from source addresses 127.0.0.2.. (USERS_PER_SOURCE each: loopback has
 ~28k ephemeral ports per source and destination), each with its own
 token of the run's pool.
 
-A level is one tsung run: users ramped in at --user-ramp users/s, one
-cycle (at most the plateau) to settle, then a plateau of --user-plateau
+A level is one tsung run: users ramped in at --user-ramp users/s but
+over one cycle at least (so their cycles are spread evenly and the rate
+is steady), SETTLE_S to settle, then a plateau of --user-plateau
 seconds, all bounded
 (tsung's own duration limit, and a timeout here). The level passes (the
 public challenge's rule) when over the plateau p95 < 500 ms and
@@ -31,8 +32,8 @@ The generator shares the load CPUs (with PostgreSQL on small machines)
 and, in one Erlang VM, holds at most the descriptors RLIMIT_NOFILE
 allows: a level whose generator was saturated (its CPUs busier than
 measure.LOAD_BUSY_MAX, tsung's own share over measure.GEN_CPU_MAX, or
-the request rate short of the scenario's by more than RATE_SLACK while
-latencies were fine) or that needs more connections than the generator
+the request rate short of the scenario's by more than RATE_SLACK, or
+three standard deviations of its count, while latencies were fine) or that needs more connections than the generator
 can open is not a result: the score is then "at least" the last level
 that passed.
 """
@@ -64,17 +65,32 @@ FIRST_LEVEL = 1000
 REFINE_STEPS = 2
 USERS_PER_SOURCE = 20000
 RATE_SLACK = 0.10
-SETTLE_S = CYCLE_S          # one cycle after the ramp before the plateau
+# Users arrive over at least one cycle, so that their cycles are spread
+# evenly and the request rate is steady once all are in; the plateau
+# starts SETTLE_S after the last arrival.
+SETTLE_S = 5
 # tsung's arrivals are a Poisson process: the phase runs at the ramp's
-# rate for up to ARRIVAL_SPAN times the ramp, and stops at the level.
+# rate for up to ARRIVAL_SPAN times the ramp and stops at the level; the
+# plateau starts ARRIVAL_MARGIN later than the ramp (the last arrival is
+# later than ramp_s by a few standard deviations at most).
 ARRIVAL_SPAN = 2
+ARRIVAL_MARGIN = (0.1, 2)           # share of the ramp, plus seconds
 FD_RESERVE = 200            # descriptors the generator's VM keeps for itself
 TSUNG = os.environ.get("CFPM_TSUNG") or "/usr/bin/tsung"
 DTD = "/usr/share/tsung/tsung-1.0.dtd"
 BODY = ('{"kind":"page_view","payload":{"path":"/pricing","ms":182,'
         '"ref":"newsletter"}}')
-# tsung starts its VM and a warm-up before the first user (seconds).
-START_SLACK_S = 30
+# tsung starts its VM and a warm-up before the first user (a bound, in
+# seconds); its duration limit ends it TAIL_S after the plateau, less
+# that start (a level whose plateau it cut short is no result).
+START_SLACK_S = 15
+TAIL_S = 6
+
+
+def arrival_bound(ramp_s):
+    """Seconds after the first request by which every user has come."""
+    share, secs = ARRIVAL_MARGIN
+    return ramp_s * (1 + share) + secs
 
 
 def generator_cap():
@@ -281,7 +297,11 @@ def _verdict(rec, load_cpus):
     if share > measure.GEN_CPU_MAX:
         gen.append("tsung uses %.0f %% of its CPUs" % (100 * share))
     latency_ok = rec["p95_ms"] is not None and rec["p95_ms"] < P95_MAX_MS
-    if latency_ok and rec["rps"] < (1 - RATE_SLACK) * rec["expected_rps"]:
+    # The plateau's request count is random (think times): allow three
+    # standard deviations of a Poisson count beside RATE_SLACK.
+    want = rec["expected_rps"] * rec["plateau_s"]
+    slack = max(RATE_SLACK, 3 / math.sqrt(want)) if want > 0 else 1
+    if latency_ok and rec["rps"] < (1 - slack) * rec["expected_rps"]:
         gen.append("generator behind the scenario: %.0f of %.0f req/s" %
                    (rec["rps"], rec["expected_rps"]))
     rec["reasons"], rec["invalid_reasons"] = why, gen
@@ -297,9 +317,10 @@ def run_level(ctx, cell, n, tokens):
     """One level of n users against the cell's candidate; returns its
     record (recorded by the caller)."""
     o = ctx.opts
-    ramp_s = max(1.0, n / o.user_ramp)
+    ramp_s = max(CYCLE_S, n / o.user_ramp)
     settle = min(SETTLE_S, o.user_plateau)
-    duration = math.ceil(ARRIVAL_SPAN * ramp_s + settle + o.user_plateau + 2)
+    offset = arrival_bound(ramp_s) + settle     # plateau from 1st request
+    duration = math.ceil(offset + o.user_plateau + TAIL_S)
     d = os.path.join(cell.dir, "tsung-%d" % n)
     os.makedirs(d)
     xml = os.path.join(d, "tsung.xml")
@@ -335,7 +356,7 @@ def run_level(ctx, cell, n, tokens):
         return rec
     # The plateau on the wall clock tsung's dump uses, mapped to ours.
     lag = time.time() - t_first
-    start = time.monotonic() - lag + ramp_s + settle
+    start = time.monotonic() - lag + offset
     measure.sleep_until(start)
     groups = {"cand": cell.group, "db": ctx.db_group, "load": ctx.load_group}
     before = measure.snapshot(groups, ctx.layout.load)
@@ -351,15 +372,24 @@ def run_level(ctx, cell, n, tokens):
     rec["fd_limits"] = fd_limits(cell.group.pids())
     if p.poll() is None:
         try:
-            p.wait(timeout=duration + 60)
+            p.wait(timeout=2 * START_SLACK_S)
         except Exception:
             pass
+    ended = p.poll() is not None
     proc.stop(p)
     rd = run_dir() or logdir
     reqs = parse_dump(os.path.join(rd, "tsung.dump"))
     st = parse_stats(os.path.join(rd, "tsung.log"))
-    return _figures(rec, reqs, st, before, after, wall0, wall1, rss,
-                    ctx.layout.load)
+    rec = _figures(rec, reqs, st, before, after, wall0, wall1, rss,
+                   ctx.layout.load)
+    last = max((t for t, _, _ in reqs), default=0)
+    if not ended or last < wall1 - TAIL_S:
+        rec["valid"] = False
+        rec["invalid_reasons"].append(
+            "tsung did not end within %d s of the plateau" %
+            (2 * START_SLACK_S) if not ended else
+            "tsung ended before the plateau did")
+    return rec
 
 
 def _figures(rec, reqs, st, before, after, wall0, wall1, rss, load_cpus):
