@@ -43,8 +43,8 @@ PACED_MIN_CONNECTIONS = 8
 PACED_MAX_CONNECTIONS = 128
 # wrk's threads start and connect before the schedule begins; answers to
 # the window's last requests may arrive up to PACED_GRACE_S after it.
-PACED_LEAD_S = 1.0
-PACED_GRACE_S = 2.0
+PACED_LEAD_S = 0.5
+PACED_GRACE_S = 1.0
 # The mixes an open-loop point can send: req/s share per generator.
 SHARES = {"mix": {"get": 0.5, "post": 0.5}, "read": {"get": 1.0},
           "write": {"post": 1.0}}

@@ -179,10 +179,21 @@ def open_row(rec):
     }
 
 
+def last_attempts(records, parts):
+    """The open-loop records of the given parts that count: of the
+    attempts at one point (--retries), the last."""
+    last = {}
+    for r in records:
+        if r["kind"] == "open" and r["part"] in parts:
+            last[(r["candidate"], r["part"], r["mix"], r["rate_spec"],
+                  r.get("rep"))] = r
+    return list(last.values())
+
+
 def open_rows(records, parts):
-    """Rows of the open-loop points of the given parts, in run order."""
-    return [open_row(r) for r in records
-            if r["kind"] == "open" and r["part"] in parts]
+    """Rows of the open-loop points of the given parts, in run order (the
+    last attempt of each)."""
+    return [open_row(r) for r in last_attempts(records, parts)]
 
 
 def apart(rows):
@@ -239,7 +250,7 @@ def slo_capacity(records, slo_list=None, reps=None):
     differ by more than SLO_SPREAD_MAX of their median disagree and give
     no number."""
     slo_list = slo_list or openloop.SLO_MS
-    pts = [r for r in records if r["kind"] == "open" and r["part"] == "slo"]
+    pts = last_attempts(records, ("slo",))
     out = []
     for name in dict.fromkeys(r["candidate"] for r in pts):
         mine = [r for r in pts if r["candidate"] == name]

@@ -249,8 +249,18 @@ class Study:
                 "; ".join(rec["invalid_reasons"])))
 
     def _open_point(self, cell, spec):
-        """DB reset and settle, then one open-loop point; returns its
-        record (also recorded)."""
+        """One open-loop point (DB reset and settle first); up to
+        --retries more attempts replace one whose generator or
+        calibration could not keep the schedule (each attempt recorded,
+        the last one counts). Returns the last record."""
+        o = self.opts
+        for attempt in range(1 + o.retries):
+            rec = self._open_attempt(cell, dict(spec, attempt=attempt))
+            if rec["verdict"] != "generator":
+                break
+        return rec
+
+    def _open_attempt(self, cell, spec):
         o = self.opts
         if cell.cand.needs_db:
             self.pg.reset(o.rows, self.srcdir)

@@ -328,7 +328,10 @@ def run_level(ctx, cell, n, tokens):
         f.write(scenario_xml(n, cell.cand.port, ramp_s, duration, tokens,
                              o.rows))
     logdir = os.path.join(d, "log")
-    p = proc.spawn([TSUNG, "-n", "-f", xml, "-l", logdir, "start"],
+    # -i: the controller's Erlang node name is unique per level, so two
+    # tsung runs on one machine do not clash.
+    p = proc.spawn([TSUNG, "-n", "-i", "cfpm%d-%d" % (os.getpid(), n), "-f",
+                    xml, "-l", logdir, "start"],
                    log_path=os.path.join(d, "tsung.out"),
                    env=dict(os.environ, HOME=d), group=ctx.load_group,
                    cpus=ctx.layout.load)

@@ -322,17 +322,35 @@ def check_paced_recording(tap, tmp):
                                 sl["busy_late"]))
 
 
+def sanitizer_build():
+    """True if BUILDDIR was configured with --enable-sanitizers."""
+    try:
+        with open(os.path.join(BUILDDIR, "config.status")) as f:
+            return 'S["enable_sanitizers"]="yes"' in f.read()
+    except OSError:
+        return False
+
+
 def check_open_run(tap, tmp):
     """bench/run with every part of issue 24, cfpm alone, in quick form:
     cost points (one that cannot be sent), reads and writes apart, one
-    capacity cell, one users level."""
+    capacity cell, one users level. In the plain build only: these parts
+    test bench/ (the paced generator, tsung, the verdicts and tables), not
+    cfpm, whose code the closed-loop run above already drives in both
+    builds; they take about three minutes, and under ASan cfpm's CPU per
+    request would make every figure meaningless anyway."""
+    if sanitizer_build():
+        tap.skip("bench/run's open-loop and users parts",
+                 "plain build only (see check_open_run)")
+        return
     out, work = os.path.join(tmp, "results-o"), os.path.join(tmp, "work-o")
     os.makedirs(work)
     rc, output = run_bench(out, work, candidates=("cfpm",), extra=(
         "--parts", "closed,cost,apart,slo,users", "--rows", "20000",
         "--rates", OPEN_RATES, "--apart-rates", "300", "--slo-grid", "80",
-        "--gate", "1", "--warmup", "1", "--settle", "0", "--user-levels",
-        "200", "--user-plateau", "8"), timeout=OPEN_TIMEOUT)
+        "--gate", "1", "--warmup", "1", "--settle", "0", "--retries", "2",
+        "--user-levels", "200", "--user-plateau", "8"),
+        timeout=OPEN_TIMEOUT)
     tap.ok(rc == 0, "bench/run with the open-loop and users parts exits 0",
            output)
     folders = glob.glob(os.path.join(out, "*"))
@@ -346,7 +364,8 @@ def check_open_run(tap, tmp):
         summary = json.load(f)
     with open(os.path.join(res, "summary.md")) as f:
         md = f.read()
-    opens = [r for r in recs if r.get("kind") == "open"]
+    from lib import stats
+    opens = stats.last_attempts(recs, ("cost", "apart", "slo"))
     for r in opens:
         tap.ok((r["valid"] and r["samples"] > 0 and r["latency_ms"]["p99"]
                 and r["cpu_us_per_req"] and r["calibration"]["valid"]) or
@@ -403,9 +422,10 @@ def check_users_run(tap, recs, summary, md):
     """The virtual-users level of the open-loop run."""
     lv = [r for r in recs if r.get("kind") == "users"]
     r = lv[0] if lv else {}
-    tap.ok(len(lv) == 1 and r["users"] == 200 and r["requests"] > 0 and
-           r["p95_ms"] is not None and r["started"] == 200 and
-           r["server_connections"] >= 1 and (r["passed"] or r["reasons"]) and
+    tap.ok(len(lv) == 1 and r["users"] == 200 and
+           r.get("requests", 0) > 0 and r.get("p95_ms") is not None and
+           r.get("started") == 200 and r.get("server_connections", 0) >= 1
+           and (r["passed"] or r["reasons"]) and
            (r["valid"] or r["invalid_reasons"]),
            "users: one level of 200 tsung users measured, with its "
            "percentiles, users held and verdict",
