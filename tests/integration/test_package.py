@@ -77,6 +77,7 @@ INSTALLED = {
     PREFIX + "/share/doc/cfpm/README.md",
     PREFIX + "/share/doc/cfpm/examples/cfpm.conf",
     PREFIX + "/share/doc/cfpm/examples/nginx/cfpm.conf",
+    PREFIX + "/share/doc/cfpm/examples/nginx/nginx.conf",
 }
 
 # What the .deb must hold (besides directories and the dbgsym package).
@@ -90,6 +91,7 @@ PACKAGED = {
     "/etc/logrotate.d/cfpm", "/etc/cfpm/cfpm.conf",
     "/usr/share/doc/cfpm/examples/cfpm.conf",
     "/usr/share/doc/cfpm/examples/nginx/cfpm.conf",
+    "/usr/share/doc/cfpm/examples/nginx/nginx.conf",
     "/usr/share/doc/cfpm/copyright",
 }
 CONFFILES = {"/etc/cfpm/cfpm.conf", "/etc/logrotate.d/cfpm"}
