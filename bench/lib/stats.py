@@ -144,7 +144,7 @@ def planning(best):
     return out
 
 
-# -- open loop -----------------------------------------------------------------
+# -- open loop ----------------------------------------------------------------
 
 def _p999(rec):
     """p99.9 of a point, or None when it has too few samples for one."""
@@ -316,9 +316,6 @@ def _slo_target(cells, reps, slo):
     else:
         bracket = (voted, first_bad["rate"])
     return {"slo_ms": slo, "voted_rps": voted, "bracket": bracket,
-            "first_bad_unknown": first_bad is not None and not any(
-                c["votes"][r][slo] is not None for r in reps
-                for c in [first_bad]),
             "per_rep_rps": {str(r): v[0] for r, v in per_rep.items()},
             "per_rep_bounded_by_invalid": {str(r): v[1]
                                            for r, v in per_rep.items()},
@@ -326,7 +323,7 @@ def _slo_target(cells, reps, slo):
             "capacity_rps": voted if agree else None}
 
 
-# -- virtual users ---------------------------------------------------------------
+# -- virtual users ------------------------------------------------------------
 
 def users_scores(records):
     """Per candidate: its levels in order, the score (most users of a

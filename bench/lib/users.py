@@ -33,8 +33,9 @@ and, in one Erlang VM, holds at most the descriptors RLIMIT_NOFILE
 allows: a level whose generator was saturated (its CPUs busier than
 measure.LOAD_BUSY_MAX, tsung's own share over measure.GEN_CPU_MAX, or
 the request rate short of the scenario's by more than RATE_SLACK, or
-three standard deviations of its count, while latencies were fine) or that needs more connections than the generator
-can open is not a result: the score is then "at least" the last level
+three standard deviations of its count, while latencies were fine) or
+that needs more connections than the generator can open is not a
+result: the score is then "at least" the last level
 that passed.
 """
 
@@ -169,7 +170,7 @@ def scenario_xml(users, port, ramp_s, duration_s, tokens, rows):
        "rate": rate, "tokens": tokens, "cycle": cycle}
 
 
-# -- tsung's output ------------------------------------------------------------
+# -- tsung's output -----------------------------------------------------------
 
 def parse_stats(path):
     """Totals of tsung.log's last dump: {name: total}. A counter line is
@@ -267,7 +268,7 @@ def fd_limits(pids):
     return out
 
 
-# -- one level -----------------------------------------------------------------
+# -- one level ----------------------------------------------------------------
 
 TSUNG_ERRORS_IGNORED = ("error_abort",)    # sessions ended by the duration
 
@@ -431,7 +432,7 @@ def _figures(rec, reqs, st, before, after, wall0, wall1, rss, load_cpus):
     return rec
 
 
-# -- the search ----------------------------------------------------------------
+# -- the search ---------------------------------------------------------------
 
 def parse_levels(text):
     """"auto" -> None; "100,200" -> [100, 200]."""
