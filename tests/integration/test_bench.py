@@ -438,8 +438,9 @@ def check_users_run(tap, recs, summary, md):
 
 
 def _open(rate, share, rep, p99, verdict="ok"):
-    return {"kind": "open", "part": "slo", "candidate": "x", "pool": 8,
-            "cores": 1, "rate": rate, "share": share, "rep": rep,
+    return {"kind": "open", "part": "slo", "mix": "mix", "candidate": "x",
+            "pool": 8, "cores": 1, "rate": rate, "share": share, "rep": rep,
+            "rate_spec": "%g%% of ceiling" % (100 * share),
             "valid": verdict == "ok", "verdict": verdict,
             "latency_ms": {"p99": p99}}
 
