@@ -448,8 +448,11 @@ def _users_md(users):
     for u in users:
         score = "-" if u["score"] is None else (
             ("at least " if u["at_least"] else "") + _n(u["score"]))
+        fds = (u["levels"][0].get("fd_limits") or {}) if u["levels"] else {}
         body.append([u["candidate"], u["front"], score,
-                     _bracket(u["bracket"]), "; ".join(u["limit"]) or "-"])
+                     _bracket(u["bracket"]), "; ".join(u["limit"]) or "-",
+                     ", ".join("%s %d" % kv for kv in sorted(fds.items()))
+                     or "-", _n(u.get("generator_cap"))])
         for lv in u["levels"]:
             levels.append([
                 u["candidate"], _n(lv["users"]),
@@ -467,7 +470,8 @@ def _users_md(users):
                           ["INVALID: " + x for x in
                            lv["invalid_reasons"] or []])])
     return (_table(["candidate", "front", "users held", "bracket",
-                    "what limits it"], body) + "\n" +
+                    "what limits it", "descriptors per process",
+                    "generator's limit (users)"], body) + "\n" +
             _table(["candidate", "users", "p50 / p95 / p99 ms",
                     "req/s (scenario)", "errors %", "not held",
                     "CPU µs/req", "DB µs/req", "tsung cores",

@@ -345,6 +345,7 @@ def users_scores(records):
         out.append({
             "candidate": name, "front": mine[0]["front"],
             "pool": mine[0]["pool"], "score": score,
+            "generator_cap": mine[0].get("generator_cap"),
             "at_least": first_fail is None,
             "bracket": (score, first_fail["users"] if first_fail else None),
             "limit": first_fail["reasons"] if first_fail else
