@@ -13,6 +13,8 @@ W, H = 760, 440
 LEFT, RIGHT, TOP, BOTTOM = 80, 200, 40, 60
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
           "#8c564b", "#e377c2", "#7f7f7f", "#17becf", "#bcbd22"]
+# The latency chart's series (p99, p50): not the targets' red.
+LATENCY_COLORS = ["#1f77b4", "#2ca02c"]
 
 
 def _nice_max(v):
@@ -107,7 +109,9 @@ def latency_chart(path, title, series, invalid_x, lines_ms):
     (linear, from 0), y milliseconds on a log axis; series {label:
     [(x, ms)]} as lines with dots, invalid_x marked as crosses along the
     top (points that are no result), a dashed line per value of
-    lines_ms (the latency targets)."""
+    lines_ms (the latency targets). Several points at one rate (cost and
+    capacity points, repetitions) are all drawn, the line goes through
+    their median."""
     pts = [p for v in series.values() for p in v]
     xmax = _nice_max(max([x for x, _ in pts] + list(invalid_x) + [1]))
     ys = [y for _, y in pts if y > 0] + list(lines_ms)
@@ -149,14 +153,18 @@ def latency_chart(path, title, series, invalid_x, lines_ms):
         out.append('<text x="%d" y="%.1f" fill="#d62728">p99 &lt; %g ms'
                    '</text>' % (LEFT + pw + 6, ypos(ms) + 4, ms))
     for i, (label, pts) in enumerate(sorted(series.items(), reverse=True)):
-        color = COLORS[i % len(COLORS)]
-        coords = " ".join("%.1f,%.1f" % (xpos(x), ypos(y)) for x, y in pts)
-        if len(pts) > 1:
+        color = LATENCY_COLORS[i % len(LATENCY_COLORS)]
+        by_x = {}
+        for x, y in pts:
+            by_x.setdefault(x, []).append(y)
+        coords = " ".join("%.1f,%.1f" % (xpos(x), ypos(sorted(ys)[
+            len(ys) // 2])) for x, ys in sorted(by_x.items()))
+        if len(by_x) > 1:                   # through the median per rate
             out.append('<polyline fill="none" stroke="%s" stroke-width="2" '
                        'points="%s"/>' % (color, coords))
         out += ['<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>'
                 % (xpos(x), ypos(y), color) for x, y in pts]
-        ly = TOP + 40 + 20 * i
+        ly = TOP + ph - 60 + 20 * i
         out.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" '
                    'stroke-width="2"/>' % (LEFT + pw + 12, LEFT + pw + 32, ly,
                                            ly, color))
@@ -167,7 +175,7 @@ def latency_chart(path, title, series, invalid_x, lines_ms):
         out.append('<path d="M%.1f,%.1f l8,8 m0,-8 l-8,8" stroke="#7f7f7f" '
                    'stroke-width="2"/>' % (cx - 4, cy - 4))
     if invalid_x:
-        ly = TOP + 40 + 20 * len(series)
+        ly = TOP + ph - 60 + 20 * len(series)
         out.append('<text x="%d" y="%d">x: no result</text>' %
                    (LEFT + pw + 12, ly + 4))
     out.append("</svg>\n")
