@@ -79,7 +79,10 @@ class Generators:
                 "connections_per_generator": self.connections,
                 "threads_per_generator": self.threads,
                 "timeout_s": self.timeout_s, "mix": "50/50 closed loop",
-                "fixed_rate": "not measured (wrk2 is not packaged)"}
+                "fixed_rate": "paced by bench/lua/mix.lua (one connection "
+                "per thread, %d-%d per generator, %g s of requests in "
+                "flight)" % (PACED_MIN_CONNECTIONS, PACED_MAX_CONNECTIONS,
+                             PACED_INFLIGHT_S)}
 
     def _argv(self, mode, port, seconds, paced=None):
         """wrk's command line; paced: (rate, start, window_s) for a paced
