@@ -503,6 +503,19 @@ def _meta_md(m):
         "- Fronts: " + ", ".join("%s %s" % (c["name"], c["front"])
                                  for c in m["candidates"]),
     ]
+    ol = m.get("open_loop")
+    if ol:
+        lines.append(
+            "- Open loop: paced wrk (%d–%d connections per generator, one "
+            "per thread); a point is valid when the achieved rate is within "
+            "%.0f %% of the offered one, the generator's send lag p99 ≤ %g "
+            "ms, its CPUs ≤ %.0f %% busy (its own share ≤ %.0f %%), every "
+            "answer 2xx and its calibration on the code-free nginx valid; "
+            "parts: %s" % (ol["connections"][0], ol["connections"][1],
+                           100 * ol["shortfall_max"],
+                           ol["gen_lag_p99_max_ms"],
+                           100 * ol["load_busy_max"], 100 * ol["gen_cpu_max"],
+                           ", ".join(m["options"].get("parts") or [])))
     return "\n".join(lines) + "\n"
 
 
