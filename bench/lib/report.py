@@ -360,14 +360,19 @@ def _lat3(r):
                              _n(r["p999_ms"], "{:.1f}"))
 
 
+MIXES = {"mix": "50/50", "read": "GET only", "write": "POST only"}
+
+
 def _at_load_table(rows):
-    head = ["candidate", "pool", "offered req/s", "achieved", "CPU µs/req",
+    head = ["candidate", "pool", "mix", "offered req/s", "achieved",
+            "CPU µs/req",
             "DB CPU µs/req", "p50 / p99 / p99.9 ms", "cores used",
             "DB cores", "samples", "gen lag p99 ms", "nginx-static p99 ms"]
     body = []
     for r in rows:
-        cells = [r["candidate"], _n(r["pool"], "{}"), "%s (%s)" % (
-            _n(r["offered_rps"]), r["rate_spec"]), _n(r["achieved_rps"])]
+        cells = [r["candidate"], _n(r["pool"], "{}"), MIXES[r["mix"]],
+                 "%s (%s)" % (_n(r["offered_rps"]), r["rate_spec"]),
+                 _n(r["achieved_rps"])]
         if r["valid"]:
             cells += [_n(r["cpu_us_per_req"], "{:.1f}"),
                       _n(r["db_cpu_us_per_req"], "{:.1f}"), _lat3(r),
