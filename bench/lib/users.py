@@ -20,8 +20,7 @@ seconds, all bounded
 (tsung's own duration limit, and a timeout here). The level passes (the
 public challenge's rule) when over the plateau p95 < 500 ms and
 p99 < 1 s, errors (non-2xx, refused or failed connections, timeouts) are
-under 1 % of the requests over the whole run, every user arrived, and
-every user was held: none had its connection dropped and re-made
+under 1 % of the requests over the whole run, and every user was held: none had its connection dropped and re-made
 (tsung's connect and reconnect counts) and the server still holds a
 connection per user at the plateau's end. Levels double from the first
 (--user-levels auto) up to the first failure, then REFINE_STEPS
@@ -30,7 +29,8 @@ levels is run as given, stopping at the first failure.
 
 The generator shares the load CPUs (with PostgreSQL on small machines)
 and, in one Erlang VM, holds at most the descriptors RLIMIT_NOFILE
-allows: a level whose generator was saturated (its CPUs busier than
+allows: a level whose generator did not start every user, or was
+saturated (its CPUs busier than
 measure.LOAD_BUSY_MAX while tsung used BUSY_SHARE_MIN of them or more,
 tsung's own share over measure.GEN_CPU_MAX, or
 the request rate short of the scenario's by more than RATE_SLACK, or
@@ -283,8 +283,9 @@ def _verdict(rec, load_cpus):
     """Fills rec's reasons (the rule) and invalid_reasons (the
     generator)."""
     why, gen = [], []
-    if rec["started"] < rec["users"]:
-        why.append("%d of %d users arrived" % (rec["started"], rec["users"]))
+    if rec["started"] < rec["users"]:       # tsung starts the users
+        gen.append("generator started %d of %d users" % (rec["started"],
+                                                          rec["users"]))
     if rec["p95_ms"] is None or rec["p95_ms"] >= P95_MAX_MS:
         why.append("p95 %s ms >= %d" % (_n(rec["p95_ms"]), P95_MAX_MS))
     if rec["p99_ms"] is None or rec["p99_ms"] >= P99_MAX_MS:
