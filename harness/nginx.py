@@ -33,7 +33,7 @@ master_process on;
 worker_processes {workers};
 {user}
 pid {prefix}/nginx.pid;
-error_log {log} {level};
+{rlimit}error_log {log} {level};
 events {{ worker_connections {connections}; }}
 http {{
     access_log off;
@@ -51,7 +51,7 @@ http {{
 # the same limits).
 SERVER_HEAD = """\
 server {{
-    listen 127.0.0.1:{port};
+    listen 127.0.0.1:{port}{listen_opts};
     server_name _;
     client_max_body_size 64k;
     client_body_buffer_size 64k;
@@ -98,11 +98,12 @@ STATIC_SITE = SERVER_HEAD + """\
 
 
 def cfpm_site(upstream, port, status_upstream=None, keep_conn=None,
-              srcdir=None):
+              srcdir=None, listen_options=False):
     """etc/nginx/cfpm.conf (from srcdir, default the source tree) with
     upstream cfpm at upstream ("unix:PATH" or "HOST:PORT"), upstream
     cfpm_status at status_upstream (left as shipped if None), one listener
-    on 127.0.0.1:port (the others dropped), Debian's fastcgi_params by
+    on 127.0.0.1:port (the others dropped; with listen_options, the first
+    one's parameters, such as reuseport, kept), Debian's fastcgi_params by
     absolute path. keep_conn: None leaves FastCGI keep-conn as shipped
     (on); 0 turns it off (no upstream keepalive: a connection per
     request, what a responder that cannot keep connections needs); N > 0
@@ -132,9 +133,11 @@ def cfpm_site(upstream, port, status_upstream=None, keep_conn=None,
     lines = []
     n2 = 0
     for line in block.splitlines():
-        if re.match(r"\s*listen\s", line):
+        m = re.match(r"\s*listen\s+\S+([^;]*);", line)
+        if m:
             if n2 == 0:
-                lines.append("    listen 127.0.0.1:%d;" % port)
+                lines.append("    listen 127.0.0.1:%d%s;" % (
+                    port, m.group(1).rstrip() if listen_options else ""))
             n2 += 1
             continue
         lines.append(line)
@@ -182,33 +185,54 @@ def fpm_status_site(sock, port):
                                   params=FASTCGI_PARAMS)
 
 
-def fastcgi_site(name, sock, port, script="/dev/null"):
+def fastcgi_site(name, sock, port, script="/dev/null", reuseport=False):
     """A FastCGI site like cfpm's for another responder on unix sock."""
     return FASTCGI_SITE.format(name=name, sock=sock, port=port,
-                               params=FASTCGI_PARAMS, script=script)
+                               params=FASTCGI_PARAMS, script=script,
+                               listen_opts=" reuseport" if reuseport else "")
 
 
-def proxy_site(name, backend, port, keepalive):
-    """An HTTP reverse proxy to 127.0.0.1:backend."""
+def proxy_site(name, backend, port, keepalive, reuseport=False):
+    """An HTTP reverse proxy to 127.0.0.1:backend (reuseport: one
+    listening socket per worker, as the shipped cfpm site has)."""
     return PROXY_SITE.format(name=name, backend=backend, port=port,
-                             keepalive=keepalive)
+                             keepalive=keepalive,
+                             listen_opts=" reuseport" if reuseport else "")
 
 
 def static_site(port):
     """The code-free probe."""
-    return STATIC_SITE.format(port=port)
+    return STATIC_SITE.format(port=port, listen_opts="")
+
+
+def main_settings(srcdir=None):
+    """The main-context settings of the shipped etc/nginx/nginx.conf that
+    decide how many clients a host holds: {"worker_connections": N,
+    "worker_rlimit_nofile": N}. Raises RuntimeError if one is missing."""
+    with open(os.path.join(srcdir or paths.SRCDIR, "etc", "nginx",
+                           "nginx.conf")) as f:
+        text = f.read()
+    out = {}
+    for key in ("worker_connections", "worker_rlimit_nofile"):
+        m = re.search(r"^\s*%s\s+(\d+)\s*;" % key, text, re.M)
+        if not m:
+            raise RuntimeError("etc/nginx/nginx.conf: no %s" % key)
+        out[key] = int(m.group(1))
+    return out
 
 
 class Nginx:
     """One nginx instance: prefix/nginx.conf, the error log at log
     (default prefix/error.log), its stdout and stderr at out (default the
     error log), temp files in prefix/nginx-tmp. workers, connections,
-    level (error_log), keepalive_requests (None: nginx's default) shape
-    the main configuration around site."""
+    level (error_log), keepalive_requests (None: nginx's default) and
+    rlimit_nofile (worker_rlimit_nofile; None: inherited) shape the main
+    configuration around site."""
 
     def __init__(self, prefix, port, site, workers=1,
                  connections=WORKER_CONNECTIONS, level="notice",
-                 keepalive_requests=None, log=None, out=None):
+                 keepalive_requests=None, log=None, out=None,
+                 rlimit_nofile=None):
         self.prefix = prefix
         self.port = port
         self.conf = os.path.join(prefix, "nginx.conf")
@@ -224,6 +248,8 @@ class Nginx:
             f.write(MAIN_CONF.format(
                 workers=workers, prefix=prefix, log=self.log, level=level,
                 connections=connections, tmp=tmp, http=http, site=site,
+                rlimit="worker_rlimit_nofile %d;\n" % rlimit_nofile
+                if rlimit_nofile else "",
                 user="user root;" if os.geteuid() == 0 else ""))
 
     def start(self, group=None, cpus=None, timeout=START_TIMEOUT):

@@ -32,8 +32,10 @@ References (no DB, no contract):
 
 import glob
 import json
+import math
 import os
 import re
+import resource
 import shutil
 
 from harness import http, nginx, proc
@@ -69,12 +71,41 @@ def _version_key(path):
     return tuple(int(x) for x in re.findall(r"\d+", path))
 
 
-def cell_nginx(prefix, port, site, cores):
+# Descriptors an nginx worker keeps for itself (logs, listening and
+# upstream sockets) beside its clients.
+NGINX_FD_RESERVE = 100
+
+
+def cell_nginx(prefix, port, site, cores, main=None):
     """An nginx for a cell under prefix: site on port, one worker per
-    core; start() it in the cell's cgroup and CPUs."""
-    return nginx.Nginx(prefix, port, site, workers=cores,
-                       connections=NGINX_CONNECTIONS, level="warn",
-                       keepalive_requests=NGINX_KEEPALIVE_REQUESTS)
+    core (main: users_nginx()'s settings instead); start() it in the
+    cell's cgroup and CPUs."""
+    main = main or {"workers": cores, "worker_connections": NGINX_CONNECTIONS,
+                    "worker_rlimit_nofile": None}
+    return nginx.Nginx(prefix, port, site, workers=main["workers"],
+                       connections=main["worker_connections"], level="warn",
+                       keepalive_requests=NGINX_KEEPALIVE_REQUESTS,
+                       rlimit_nofile=main["worker_rlimit_nofile"])
+
+
+def users_nginx(srcdir, cores, users):
+    """The nginx main settings of a virtual-users cell: the shipped
+    etc/nginx/nginx.conf's worker_connections and worker_rlimit_nofile,
+    and workers = one per core (worker_processes auto), or more where one
+    worker's descriptors cannot hold users clients: a worker gets
+    worker_rlimit_nofile only where root may raise its hard limit, else
+    it keeps this machine's (recorded, with the reason)."""
+    main = nginx.main_settings(srcdir)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    nofile = main["worker_rlimit_nofile"]
+    if hard != resource.RLIM_INFINITY and hard < nofile:
+        nofile = hard               # setrlimit fails; the worker keeps it
+    per_worker = min(main["worker_connections"], nofile - NGINX_FD_RESERVE)
+    workers = max(cores, math.ceil(users / per_worker))
+    return dict(main, workers=workers, per_worker=per_worker,
+                descriptors=nofile, why="one per core" if workers == cores
+                else "%d clients per worker (descriptors %d): %d workers for "
+                "%d users" % (per_worker, nofile, workers, users))
 
 
 def newest_go():
@@ -121,7 +152,7 @@ class Candidate:
     def _front(self, cell, site, port):
         """Starts the candidate's nginx (site on port) in the cell."""
         self.nginx = cell_nginx(os.path.join(cell.dir, "nginx"), port, site,
-                                cell.cores)
+                                cell.cores, cell.nginx_main)
         self.nginx.start(cell.group, cell.cpus)
         self.port = port
 
@@ -186,7 +217,8 @@ class Cfpm(Candidate):
         self._wait_socket(sock, p, os.path.join(cell.dir, "cfpm-error.log"))
         port = proc.free_port()
         self._front(cell, nginx.cfpm_site("unix:" + sock, port,
-                                          srcdir=self.run.srcdir), port)
+                                          srcdir=self.run.srcdir,
+                                          listen_options=True), port)
 
 
 class PhpFpm(Candidate):
@@ -230,8 +262,9 @@ class PhpFpm(Candidate):
         self._wait_socket(sock, p, os.path.join(cell.dir, "php-fpm.log"),
                           os.path.join(cell.dir, "php-fpm.out"))
         port = proc.free_port()
-        self._front(cell, nginx.fastcgi_site("php", sock, port, self.script),
-                    port)
+        self._front(cell, nginx.fastcgi_site(
+            "php", sock, port, self.script,
+            reuseport=cell.nginx_main is not None), port)
 
     def describe(self):
         return dict(Candidate.describe(self), opcache="on (validate off)",
@@ -292,8 +325,9 @@ class HttpPeer(Candidate):
             self.port = port
             return
         front = proc.free_port()
-        self._front(cell, nginx.proxy_site(self.name, port, front,
-                                           cell.pool), front)
+        self._front(cell, nginx.proxy_site(
+            self.name, port, front, cell.pool,
+            reuseport=cell.nginx_main is not None), front)
 
 
 class Go(HttpPeer):

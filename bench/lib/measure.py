@@ -14,6 +14,19 @@ A repetition is valid only if: both generators ran, every response was
 GATE_FACTOR x max(expected rate, this repetition's rate), and (with
 --max-other) the candidate CPUs were not busier than that with work not
 charged to the candidate (other tenants of a shared machine).
+
+An open-loop point (run_open) is: calibration (the code-free nginx on
+the candidate's CPUs driven by the same paced generators at the same
+rate and mix), warm-up, the measured schedule. Counters are read at the
+schedule's start and end. It is valid only if every response was 2xx,
+no socket error, the achieved rate is within SHORTFALL_MAX of the
+offered one, the generators kept their own schedule (send lag p99 within
+GEN_LAG_P99_MAX_MS, their CPUs not saturated) and the calibration was
+valid. Its verdict says whose fault an invalid point is: "server" when
+only the rate fell short while the generator and the calibration were
+fine (the server could not sustain the rate), "generator" when the
+generator or its calibration could not keep the schedule, "errors"
+otherwise.
 """
 
 import os
@@ -22,11 +35,22 @@ import time
 
 from harness import procfs
 
-from . import load, profile
+from . import hist, load, profile
 
 GATE_FACTOR = 1.15
 POLL_S = 0.05
 RSS_EVERY_S = 1.0
+# Open loop: a schedule is kept when the achieved rate is within 1 % of
+# the offered one, and the generator's own send lag (past the later of
+# the intended time and the moment its connection was free) stays within
+# half the tightest latency target at p99, so it cannot decide a verdict.
+SHORTFALL_MAX = 0.01
+GEN_LAG_P99_MAX_MS = 5.0
+# The generator's CPUs are saturated when all work on them (PostgreSQL
+# shares them on small machines) leaves less than 3 % idle, or when the
+# generators alone use 90 % of them.
+LOAD_BUSY_MAX = 0.97
+GEN_CPU_MAX = 0.90
 
 
 class RssTracker:
@@ -64,7 +88,9 @@ class RssTracker:
                     for n, v in sorted(by.items())}}
 
 
-def _snapshot(groups, cpus):
+def snapshot(groups, cpus):
+    """Now (monotonic), the CPU microseconds of each group ({label:
+    group}) and /proc/stat's times of cpus."""
     return {"t": time.monotonic(),
             "groups": {n: g.cpu_usec() for n, g in groups.items()},
             "cpus": procfs.cpu_times(cpus)}
@@ -77,7 +103,7 @@ def drive(gens, port, seconds, groups=None, rss_group=None, cpus=()):
     peak of rss_group."""
     groups = groups or {}
     rss = RssTracker(rss_group) if rss_group else None
-    before = _snapshot(groups, cpus)
+    before = snapshot(groups, cpus)
     procs = gens.start(port, seconds)
     next_rss = time.monotonic() + RSS_EVERY_S / 2
     while gens.running(procs):
@@ -85,7 +111,7 @@ def drive(gens, port, seconds, groups=None, rss_group=None, cpus=()):
             rss.sample()
             next_rss += RSS_EVERY_S
         time.sleep(POLL_S)
-    after = _snapshot(groups, cpus)
+    after = snapshot(groups, cpus)
     results = gens.finish(procs, timeout=seconds + 30)
     task, irq, steal = (sum(after["cpus"][c][i] - before["cpus"][c][i]
                             for c in cpus) for i in range(3))
@@ -95,6 +121,204 @@ def drive(gens, port, seconds, groups=None, rss_group=None, cpus=()):
                        for n in before["groups"]},
             "cpus_task_us": task, "cpus_irq_us": irq, "cpus_steal_us": steal,
             "rss": rss.result() if rss else None}
+
+
+def sleep_until(t):
+    """Sleeps until time.monotonic() reaches t."""
+    while True:
+        left = t - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, POLL_S))
+
+
+def busy_share(before, after, cpus, seconds):
+    """Share of cpus' capacity that was busy (task + irq + steal) between
+    two snapshots' "cpus" taken seconds apart."""
+    if not cpus or seconds <= 0:
+        return None
+    used = sum(sum(after[c]) - sum(before[c]) for c in cpus)
+    return used / (seconds * 1e6 * len(cpus))
+
+
+def drive_paced(gens, port, rates, window_s, groups=None, rss_group=None,
+                cpus=(), load_cpus=()):
+    """Runs paced generators ({mode: req/s}) against port for a schedule
+    of window_s seconds. Returns their results plus, over exactly the
+    schedule, the CPU microseconds of each group, busy/steal time of cpus,
+    the busy share of load_cpus and the RSS peak of rss_group."""
+    groups = groups or {}
+    rss = RssTracker(rss_group) if rss_group else None
+    procs, start = gens.start_paced(port, rates, window_s)
+    watched = sorted(set(cpus) | set(load_cpus))
+    sleep_until(start)
+    before = snapshot(groups, watched)
+    next_rss = start + RSS_EVERY_S / 2
+    while time.monotonic() < start + window_s:
+        if rss and time.monotonic() >= next_rss:
+            rss.sample()
+            next_rss += RSS_EVERY_S
+        time.sleep(min(POLL_S, max(0.0, start + window_s -
+                                   time.monotonic())))
+    after = snapshot(groups, watched)
+    results = gens.finish_paced(procs, window_s + 60, window_s)
+    seconds = after["t"] - before["t"]
+    task, irq, steal = (sum(after["cpus"][c][i] - before["cpus"][c][i]
+                            for c in cpus) for i in range(3))
+    return {"gens": results, "totals": load.totals(results),
+            "window_s": seconds, "rates": rates,
+            "cpu_us": {n: after["groups"][n] - before["groups"][n]
+                       for n in before["groups"]},
+            "cpus_task_us": task, "cpus_irq_us": irq, "cpus_steal_us": steal,
+            "load_busy": busy_share(before["cpus"], after["cpus"],
+                                     list(load_cpus), seconds),
+            "rss": rss.result() if rss else None}
+
+
+def paced_summary(gens):
+    """Over all paced generators of a window: offered and achieved rate,
+    shortfall, samples, the merged latency histogram with its p50, p99
+    and p99.9 (ms, from the intended send times), the same per mode, and
+    the worst generator lag p99."""
+    ps = {m: r["paced"] for m, r in gens.items() if "failed" not in r}
+    if not ps:
+        return None
+    step = next(iter(ps.values()))["hist_step"]
+    merged = hist.merge(p["latency_hist"] for p in ps.values())
+    scheduled = sum(p["scheduled"] for p in ps.values())
+    completed = sum(p["completed"] for p in ps.values())
+
+    def pcts(h):
+        return {"p50": hist.percentile(h, 0.5, step),
+                "p99": hist.percentile(h, 0.99, step),
+                "p999": hist.percentile(h, 0.999, step)}
+    return {"offered_rps": sum(p["rate"] for p in ps.values()),
+            "achieved_rps": sum(p["achieved_rps"] for p in ps.values()),
+            "scheduled": scheduled, "completed": completed,
+            "shortfall": 1 - completed / scheduled if scheduled else 0.0,
+            "samples": hist.count(merged), "hist_step": step,
+            "latency_hist": merged, "latency_ms": pcts(merged),
+            "by_mode": {m: dict(pcts(p["latency_hist"]),
+                                samples=p["completed"],
+                                connections=p["connections"],
+                                busy_late=p["busy_late"], lost=p["lost"])
+                        for m, p in ps.items()},
+            "lag_p99_ms": max(p["lag_ms"]["p99"] or 0 for p in ps.values()),
+            "busy_late": sum(p["busy_late"] for p in ps.values())}
+
+
+def paced_problems(window, load_cpus):
+    """(errors, generator, shortfall): why a paced window is not a clean
+    measurement, sorted by whose fault it is."""
+    t = window["totals"]
+    errors = _problems(t)
+    s = paced_summary(window["gens"])
+    gen, short = [], []
+    if s is None:
+        return errors, gen, short
+    if s["lag_p99_ms"] > GEN_LAG_P99_MAX_MS:
+        gen.append("generator behind its schedule: send lag p99 %.1f ms "
+                   "> %.0f ms" % (s["lag_p99_ms"], GEN_LAG_P99_MAX_MS))
+    busy = window["load_busy"]
+    if busy is not None and busy > LOAD_BUSY_MAX:
+        gen.append("generator CPUs saturated: %.0f %% busy > %.0f %%" %
+                   (100 * busy, 100 * LOAD_BUSY_MAX))
+    own = window["cpu_us"].get("load")
+    if own is not None and load_cpus:
+        share = own / (window["window_s"] * 1e6 * len(load_cpus))
+        if share > GEN_CPU_MAX:
+            gen.append("generators use %.0f %% of their CPUs > %.0f %%" %
+                       (100 * share, 100 * GEN_CPU_MAX))
+    if abs(s["shortfall"]) > SHORTFALL_MAX:
+        short.append("schedule not kept: %.0f of %.0f req/s (%+.1f %%)" % (
+            s["achieved_rps"], s["offered_rps"], -100 * s["shortfall"]))
+    return errors, gen, short
+
+
+def calibration_record(window, load_cpus):
+    """The calibration's record: valid, reasons, achieved rate, p99."""
+    errors, gen, short = paced_problems(window, load_cpus)
+    s = paced_summary(window["gens"]) or {}
+    return {"valid": not (errors or gen or short),
+            "reasons": errors + gen + short,
+            "achieved_rps": s.get("achieved_rps"),
+            "p99_ms": (s.get("latency_ms") or {}).get("p99"),
+            "lag_p99_ms": s.get("lag_p99_ms"),
+            "load_busy": window["load_busy"]}
+
+
+def verdict(errors, gen, short, calib):
+    """Whose fault an open-loop point's invalidity is (see the module's
+    doc): "ok", "errors", "generator" or "server"."""
+    if errors:
+        return "errors"
+    if gen or (calib is not None and not calib["valid"]):
+        return "generator"
+    return "server" if short else "ok"
+
+
+def open_record(cell, spec, window, calib, load_cpus):
+    """The raw record of one open-loop point. spec: part, mix, rate,
+    rate_spec (as given: "2000" or "50%"), rep, index."""
+    errors, gen, short = paced_problems(window, load_cpus)
+    if calib is not None and not calib["valid"]:
+        gen.append("calibration failed: " + "; ".join(calib["reasons"]))
+    s = paced_summary(window["gens"]) or {}
+    cpu = window["cpu_us"]
+    n = s.get("completed") or 0
+    secs = window["window_s"]
+    v = verdict(errors, gen, short, calib)
+    rec = dict(spec, **{
+        "kind": "open", "role": cell.cand.role,
+        "candidate": cell.cand.name, "front": cell.cand.front,
+        "cores": cell.cores, "cpus": cell.cpus, "pool": cell.pool,
+        "valid": v == "ok", "verdict": v,
+        "invalid_reasons": errors + gen + short,
+        "offered_rps": s.get("offered_rps"),
+        "achieved_rps": s.get("achieved_rps"),
+        "shortfall": s.get("shortfall"), "samples": s.get("samples"),
+        "latency_ms": s.get("latency_ms"), "by_mode": s.get("by_mode"),
+        "hist_step": s.get("hist_step"),
+        "latency_hist": {str(k): c for k, c in
+                         (s.get("latency_hist") or {}).items()},
+        "lag_p99_ms": s.get("lag_p99_ms"), "busy_late": s.get("busy_late"),
+        "non_2xx": window["totals"]["non_2xx"],
+        "socket_errors": window["totals"]["socket_errors"],
+        "window_s": secs, "cpu_us": cpu,
+        "cpu_us_per_req": _per_req(cpu.get("cand"), n),
+        "db_cpu_us_per_req": _per_req(cpu.get("db"), n),
+        "irq_us_per_req": _per_req(window["cpus_irq_us"], n),
+        "cand_cores_used": cpu.get("cand", 0) / 1e6 / secs,
+        "db_cores_used": cpu.get("db", 0) / 1e6 / secs,
+        "load_cores_used": cpu.get("load", 0) / 1e6 / secs,
+        "load_busy": window["load_busy"],
+        "cand_cpus_other_us": window["cpus_task_us"] - (cpu.get("cand") or
+                                                        0),
+        "memory": window["rss"], "calibration": calib,
+        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    })
+    return rec
+
+
+def run_open(ctx, cell, spec, window_s):
+    """Calibration, warm-up and the measured schedule of one open-loop
+    point (spec: part, mix, rate, rate_spec, rep, index); returns its
+    record."""
+    o = ctx.opts
+    rates = load.split(spec["rate"], spec["mix"])
+    loads = ctx.layout.load
+    calib = None
+    if cell.probe is not None:
+        calib = calibration_record(drive_paced(
+            ctx.gens, cell.probe.port, rates, o.gate,
+            groups={"load": ctx.load_group}, load_cpus=loads), loads)
+    drive_paced(ctx.gens, cell.cand.port, rates, o.warmup)
+    window = drive_paced(ctx.gens, cell.cand.port, rates, window_s,
+                         groups={"cand": cell.group, "db": ctx.db_group,
+                                 "load": ctx.load_group},
+                         rss_group=cell.group, cpus=cell.cpus,
+                         load_cpus=loads)
+    return open_record(cell, spec, window, calib, loads)
 
 
 def _latency(gens):

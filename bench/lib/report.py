@@ -6,12 +6,9 @@ built from the raw records (records.jsonl) by stats.py.
 import json
 import os
 
-from . import stats, svg
+from . import openloop, stats, svg
 
-NOT_MEASURED = [
-    "fixed-rate (open-loop) points: they need wrk2, which Debian does not "
-    "package; only the closed-loop saturation ceiling is measured.",
-]
+NOT_MEASURED = []
 
 
 def build(meta, records):
@@ -19,7 +16,8 @@ def build(meta, records):
     points = [r for r in records if r["kind"] == "point"]
     failures = {(r["role"], r["candidate"], r["cores"], r["pool"]):
                 "%s: %s" % (r["stage"], r["error"])
-                for r in records if r["kind"] == "failure"}
+                for r in records if r["kind"] == "failure" and
+                not r.get("part")}
     rows = stats.cell_rows(points, failures)
     best = stats.best_pools([r for r in rows if r["role"] == "candidate"])
     refs = [r for r in records if r["kind"] == "ref"]
@@ -31,10 +29,19 @@ def build(meta, records):
                                                       "failed": []})
             c["ok"] = c["ok"] and r["ok"]
             c["failed"] += [x for x in r["results"] if not x["ok"]]
+    cost = stats.open_rows(records, ("cost",))
+    apart = stats.open_rows(records, ("apart",))
     return {"run": meta, "cells": rows, "best": best,
             "planning": {"assumption": stats.PLAN_ASSUMPTION,
                          "rates": list(stats.PLAN_RATES),
-                         "rows": stats.planning(best)},
+                         "rows": stats.planning(best),
+                         "at_load": cost},
+            "apart": {"points": apart, "rows": stats.apart(apart + cost)},
+            "slo": stats.slo_capacity(records),
+            "slo_points": stats.open_rows(records, ("slo",)),
+            "users": stats.users_scores(records),
+            "open_skipped": [r for r in records
+                             if r["kind"] == "open-skipped"],
             "references": {"probe_gate_max_rps": max(gates, default=None),
                            "other": refs},
             "contract": contracts, "not_measured": NOT_MEASURED,
@@ -178,6 +185,7 @@ def write(outdir, summary):
     with open(os.path.join(outdir, "summary.md"), "w") as f:
         f.write(markdown(summary))
     plots(outdir, summary["cells"])
+    latency_plots(outdir, summary)
 
 
 # -- markdown ----------------------------------------------------------------
@@ -342,6 +350,139 @@ def _profile_md(prof):
     return "".join(out) + "\n" + _table(head, body)
 
 
+def _why(row):
+    return "INVALID (%s): %s" % (row["verdict"], "; ".join(row["reasons"]))
+
+
+def _lat3(r):
+    return "%s / %s / %s" % (_n(r["p50_ms"], "{:.1f}"),
+                             _n(r["p99_ms"], "{:.1f}"),
+                             _n(r["p999_ms"], "{:.1f}"))
+
+
+MIXES = {"mix": "50/50", "read": "GET only", "write": "POST only"}
+
+
+def _at_load_table(rows):
+    head = ["candidate", "pool", "mix", "offered req/s", "achieved",
+            "CPU µs/req",
+            "DB CPU µs/req", "p50 / p99 / p99.9 ms", "cores used",
+            "DB cores", "samples", "gen lag p99 ms", "nginx-static p99 ms"]
+    body = []
+    for r in rows:
+        cells = [r["candidate"], _n(r["pool"], "{}"), MIXES[r["mix"]],
+                 "%s (%s)" % (_n(r["offered_rps"]), r["rate_spec"]),
+                 _n(r["achieved_rps"])]
+        if r["valid"]:
+            cells += [_n(r["cpu_us_per_req"], "{:.1f}"),
+                      _n(r["db_cpu_us_per_req"], "{:.1f}"), _lat3(r),
+                      _n(r["cand_cores_used"], "{:.2f}"),
+                      _n(r["db_cores_used"], "{:.2f}")]
+        else:
+            cells += [_why(r), "", "", "", ""]
+        cells += [_n(r["samples"]), _n(r["lag_p99_ms"], "{:.1f}"),
+                  _n(r["calibration_p99_ms"], "{:.1f}")]
+        body.append(cells)
+    return _table(head, body)
+
+
+def _apart_table(rows):
+    return _table(
+        ["candidate", "pool", "rate", "CPU µs/GET", "CPU µs/POST",
+         "CPU µs/req (mix)", "DB µs/SELECT", "DB µs/INSERT", "invalid"],
+        [[r["candidate"], r["pool"], "%s (%s)" % (_n(r["offered_rps"]),
+                                                  r["rate_spec"]),
+          _n(r["us_per_get"], "{:.1f}"), _n(r["us_per_post"], "{:.1f}"),
+          _n(r["us_per_mix"], "{:.1f}"), _n(r["db_us_per_select"], "{:.1f}"),
+          _n(r["db_us_per_insert"], "{:.1f}"),
+          ", ".join(r["invalid"]) or "-"] for r in rows])
+
+
+def _bracket(b):
+    lo, hi = b
+    if lo is None and hi is not None:
+        return "< %s" % _n(hi)
+    if hi is None:
+        return "≥ %s" % _n(lo) if lo is not None else "-"
+    return "%s – %s" % (_n(lo), _n(hi))
+
+
+def _slo_md(slo):
+    if not slo:
+        return "Not measured.\n"
+    body, grid = [], []
+    for c in slo:
+        for t in c["targets"]:
+            reps = ", ".join("%s%s" % (_n(v), "*" if
+                                       t["per_rep_bounded_by_invalid"][k]
+                                       else "")
+                             for k, v in sorted(t["per_rep_rps"].items()))
+            if t["capacity_rps"] is not None:
+                verdict = _n(t["capacity_rps"])
+            elif t["voted_rps"] is None and t["agree"] is False and \
+                    not any(v is not None for v in t["per_rep_rps"].values()):
+                verdict = "below the grid"
+            else:
+                verdict = "repetitions disagree (spread %s)" % _n(
+                    t["spread"] and 100 * t["spread"], "{:.0f} %")
+            body.append([c["candidate"], "p99 < %d ms" % t["slo_ms"],
+                         verdict, _bracket(t["bracket"]), reps,
+                         _n(t["spread"] and 100 * t["spread"], "{:.0f} %")])
+        for cell in c["cells"]:
+            grid.append([c["candidate"], "%s (%.0f %%)" % (
+                _n(cell["rate"]), 100 * cell["share"])] +
+                ["%d/%d" % cell["met"][s] for s in openloop.SLO_MS] +
+                [", ".join("%s: %s" % (rep, _n(cell["p99_ms"].get(rep),
+                                               "{:.1f}")
+                                       if cell["verdicts"][rep] == "ok"
+                                       else cell["verdicts"][rep])
+                           for rep in cell["measured"])])
+    return (_table(["candidate", "target", "capacity req/s",
+                    "bracketing cells", "per repetition", "spread"], body) +
+            "\nGrid cells (met / votes per target; p99 ms per measured "
+            "repetition, or why it is no result):\n\n" +
+            _table(["candidate", "offered req/s (of ceiling)"] +
+                   ["p99 < %d ms" % s for s in openloop.SLO_MS] +
+                   ["p99 per repetition"], grid))
+
+
+def _users_md(users):
+    if not users:
+        return "Not measured.\n"
+    body, levels = [], []
+    for u in users:
+        score = "-" if u["score"] is None else (
+            ("at least " if u["at_least"] else "") + _n(u["score"]))
+        fds = (u["levels"][0].get("fd_limits") or {}) if u["levels"] else {}
+        body.append([u["candidate"], u["front"], score,
+                     _bracket(u["bracket"]), "; ".join(u["limit"]) or "-",
+                     ", ".join("%s %d" % kv for kv in sorted(fds.items()))
+                     or "-", _n(u.get("generator_cap"))])
+        for lv in u["levels"]:
+            levels.append([
+                u["candidate"], _n(lv["users"]),
+                "%s / %s / %s" % (_n(lv["p50_ms"]), _n(lv["p95_ms"]),
+                                  _n(lv["p99_ms"])),
+                "%s of %s" % (_n(lv["rps"]), _n(lv["expected_rps"])),
+                _n(lv["errors_share"] and 100 * lv["errors_share"],
+                   "{:.2f}"), _n(lv["not_held"], "{}"),
+                _n(lv["cpu_us_per_req"], "{:.0f}"),
+                _n(lv["db_cpu_us_per_req"], "{:.0f}"),
+                _n(lv["gen_cores_used"], "{:.2f}"),
+                _n(lv["load_busy"] and 100 * lv["load_busy"], "{:.0f}"),
+                "passed" if lv["passed"] and lv["valid"] else
+                "; ".join((lv["reasons"] or []) +
+                          ["INVALID: " + x for x in
+                           lv["invalid_reasons"] or []])])
+    return (_table(["candidate", "front", "users held", "bracket",
+                    "what limits it", "descriptors per process",
+                    "generator's limit (users)"], body) + "\n" +
+            _table(["candidate", "users", "p50 / p95 / p99 ms",
+                    "req/s (scenario)", "errors %", "not held",
+                    "CPU µs/req", "DB µs/req", "tsung cores",
+                    "load CPUs busy %", "verdict"], levels))
+
+
 def _meta_md(m):
     lay, ld = m["layout"], m["load"]
     lines = [
@@ -367,6 +508,19 @@ def _meta_md(m):
         "- Fronts: " + ", ".join("%s %s" % (c["name"], c["front"])
                                  for c in m["candidates"]),
     ]
+    ol = m.get("open_loop")
+    if ol:
+        lines.append(
+            "- Open loop: paced wrk (%d–%d connections per generator, one "
+            "per thread); a point is valid when the achieved rate is within "
+            "%.0f %% of the offered one, the generator's send lag p99 ≤ %g "
+            "ms, its CPUs ≤ %.0f %% busy (its own share ≤ %.0f %%), every "
+            "answer 2xx and its calibration on the code-free nginx valid; "
+            "parts: %s" % (ol["connections"][0], ol["connections"][1],
+                           100 * ol["shortfall_max"],
+                           ol["gen_lag_p99_max_ms"],
+                           100 * ol["load_busy_max"], 100 * ol["gen_cpu_max"],
+                           ", ".join(m["options"].get("parts") or [])))
     return "\n".join(lines) + "\n"
 
 
@@ -391,6 +545,43 @@ def markdown(s):
              "\n## Planning: cores needed\n\n",
              _planning_table(s["planning"]),
              "\nAssumption: %s\n" % s["planning"]["assumption"],
+             "\n### At real load (open loop, 50/50 mix)\n\n",
+             "The same offered rates for every candidate (absolute, and "
+             "shares of the run's lowest closed-loop ceiling: %s req/s), "
+             "each candidate at its best pool: what a request costs at the "
+             "load an operator runs. Latency from each request's intended "
+             "send time; p99.9 only with ≥ %d samples. An invalid point "
+             "gives no figures, only why.\n\n" % (
+                 _n(s["run"].get("lowest_ceiling_rps")),
+                 openloop.P999_MIN_SAMPLES),
+             _at_load_table(s["planning"].get("at_load") or []),
+             "\n## Reads and writes apart (open loop)\n\n",
+             _apart_table((s.get("apart") or {}).get("rows") or []),
+             "\n", _at_load_table((s.get("apart") or {}).get("points")
+                                  or []),
+             "\n## Capacity at a latency target\n\n",
+             "The highest offered rate (50/50 mix, open loop) of a fixed "
+             "grid around each candidate's closed-loop ceiling whose p99 "
+             "(from the intended send times) stays under the target: each "
+             "repetition sweeps the grid upwards, each cell is voted by "
+             "majority of its valid repetitions (a repetition that missed "
+             "the loosest target below a cell counts as a miss there; "
+             "no vote where the generator or its calibration failed), the "
+             "capacity is the highest cell met with every cell below it. "
+             "Repetitions whose own capacities differ by more than %.0f %% "
+             "of their median disagree: no number. * = that repetition's "
+             "sweep met an invalid cell first. Plots: latency_*.svg.\n\n"
+             % (100 * stats.SLO_SPREAD_MAX),
+             _slo_md(s.get("slo")),
+             "\n## Virtual users\n\n",
+             "Each user holds one keep-alive connection and loops GET, "
+             "think 3–7 s, GET, think 3–8 s, 15 % a POST, 2 % another, "
+             "rest 5–15 s (tsung). A level passes with p95 < 500 ms, "
+             "p99 < 1 s over its plateau, errors < 1 % and every user held "
+             "(no connection dropped and re-made); a level whose generator "
+             "was saturated is no result, so the score is then \"at least\" "
+             "the last level passed.\n\n",
+             _users_md(s.get("users")),
              "\n## Targets (cfpm at its best pool, fewest cores)\n\n",
              _targets_md(s.get("targets")),
              "\n## Where the CPU goes (perf, µs per request)\n\n",
@@ -421,12 +612,36 @@ def markdown(s):
                 r["candidate"], r["cores"], r["pool"], r["valid_reps"],
                 r["reps"], r["failure"] or "; ".join(
                     "%s (%d×)" % kv for kv in r["invalid_reasons"].items())))
-    parts.append("\n## Not measured\n\n")
-    parts += ["- %s\n" % x for x in s["not_measured"]]
+    skipped = ["open loop of %s: %s" % (r["candidate"], r["reason"])
+               for r in s.get("open_skipped") or []]
+    if s["not_measured"] or skipped:
+        parts.append("\n## Not measured\n\n")
+        parts += ["- %s\n" % x for x in s["not_measured"] + skipped]
     return "".join(parts)
 
 
 # -- plots -------------------------------------------------------------------
+
+def latency_plots(outdir, summary):
+    """latency_<candidate>.svg: p99 (and p50) against the offered rate of
+    every valid open-loop mix point of the candidate, the SLO lines, and
+    the invalid points marked at the top."""
+    rows = (summary["planning"].get("at_load") or []) + \
+        (summary.get("slo_points") or [])
+    for name in dict.fromkeys(r["candidate"] for r in rows):
+        mine = [r for r in rows if r["candidate"] == name and
+                r["mix"] == "mix"]
+        ok = [r for r in mine if r["valid"]]
+        svg.latency_chart(
+            os.path.join(outdir, "latency_%s.svg" % name),
+            "%s: latency vs offered rate (open loop, 50/50)" % name,
+            {"p99": sorted((r["offered_rps"], r["p99_ms"]) for r in ok
+                           if r["p99_ms"]),
+             "p50": sorted((r["offered_rps"], r["p50_ms"]) for r in ok
+                           if r["p50_ms"])},
+            sorted(r["offered_rps"] for r in mine if not r["valid"]),
+            openloop.SLO_MS)
+
 
 def plots(outdir, rows):
     """throughput.svg and cpu_per_request.svg: one line per candidate and

@@ -3,12 +3,16 @@ stats.py: the estimator. Groups the raw point records into cells
 (role, candidate, cores, pool), reports median, min and max over the
 valid repetitions beside best-of-N, picks the best pool per core count by
 median throughput, and derives the planning view (cores needed for a
-target rate from CPU µs per request).
+target rate from CPU µs per request). For the open-loop parts: a row per
+point (its figures only if it is valid), reads and writes apart, the
+capacity at each latency target voted per grid cell; for the users
+mode, each candidate's score.
 """
 
 import math
 import statistics
 
+from . import openloop
 from .measure import other_share
 
 PLAN_RATES = (10000, 20000, 30000, 50000, 100000)
@@ -137,4 +141,222 @@ def planning(best):
                     "pool": r["pool"], "cpu_us_per_req": us,
                     "cores_for": {str(rate): cores_needed(rate, us)
                                   for rate in PLAN_RATES}})
+    return out
+
+
+# -- open loop ----------------------------------------------------------------
+
+def _p999(rec):
+    """p99.9 of a point, or None when it has too few samples for one."""
+    if (rec.get("samples") or 0) < openloop.P999_MIN_SAMPLES:
+        return None
+    return (rec.get("latency_ms") or {}).get("p999")
+
+
+def open_row(rec):
+    """One summary row of an open-loop point (figures only if valid: an
+    invalid point is never a result)."""
+    ok = rec["valid"]
+    lat = rec.get("latency_ms") or {}
+    fig = (lambda v: v if ok else None)
+    return {
+        "candidate": rec["candidate"], "front": rec["front"],
+        "cores": rec["cores"], "pool": rec["pool"], "part": rec["part"],
+        "mix": rec["mix"], "rate_spec": rec["rate_spec"],
+        "offered_rps": rec["offered_rps"] or rec.get("rate"),
+        "achieved_rps": rec["achieved_rps"], "rep": rec.get("rep"),
+        "valid": ok, "verdict": rec["verdict"],
+        "reasons": rec["invalid_reasons"], "samples": rec.get("samples"),
+        "cpu_us_per_req": fig(rec["cpu_us_per_req"]),
+        "db_cpu_us_per_req": fig(rec["db_cpu_us_per_req"]),
+        "cand_cores_used": fig(rec["cand_cores_used"]),
+        "db_cores_used": fig(rec["db_cores_used"]),
+        "p50_ms": fig(lat.get("p50")), "p99_ms": fig(lat.get("p99")),
+        "p999_ms": fig(_p999(rec)),
+        "lag_p99_ms": rec.get("lag_p99_ms"),
+        "load_busy": rec.get("load_busy"),
+        "calibration_p99_ms": (rec.get("calibration") or {}).get("p99_ms"),
+    }
+
+
+def last_attempts(records, parts):
+    """The open-loop records of the given parts that count: of the
+    attempts at one point (--retries), the last."""
+    last = {}
+    for r in records:
+        if r["kind"] == "open" and r["part"] in parts:
+            last[(r["candidate"], r["part"], r["mix"], r["rate_spec"],
+                  r.get("rep"))] = r
+    return list(last.values())
+
+
+def open_rows(records, parts):
+    """Rows of the open-loop points of the given parts, in run order (the
+    last attempt of each)."""
+    return [open_row(r) for r in last_attempts(records, parts)]
+
+
+def apart(rows):
+    """Per candidate and rate: CPU µs per GET (read-only point), per POST
+    (write-only), the DB's per SELECT and per INSERT, beside the mix at
+    the same rate if measured."""
+    by = {}
+    for r in rows:
+        key = (r["candidate"], r["rate_spec"])
+        by.setdefault(key, {"candidate": r["candidate"],
+                            "rate_spec": r["rate_spec"],
+                            "offered_rps": r["offered_rps"],
+                            "pool": r["pool"], "cores": r["cores"]})[
+            r["mix"]] = r
+    out = []
+    for key, d in by.items():
+        if "read" not in d and "write" not in d:
+            continue
+        get, post, mix = d.get("read"), d.get("write"), d.get("mix")
+        out.append(dict(
+            {k: d[k] for k in ("candidate", "rate_spec", "offered_rps",
+                               "pool", "cores")},
+            us_per_get=get and get["cpu_us_per_req"],
+            us_per_post=post and post["cpu_us_per_req"],
+            db_us_per_select=get and get["db_cpu_us_per_req"],
+            db_us_per_insert=post and post["db_cpu_us_per_req"],
+            us_per_mix=mix and mix["cpu_us_per_req"],
+            invalid=[m for m in ("read", "write") if d.get(m) and
+                     not d[m]["valid"]]))
+    return out
+
+
+def _rep_capacity(cells, rep, slo):
+    """A repetition's capacity for a target: the highest grid rate such
+    that it and every lower cell met it in that repetition; (rate or None,
+    bounded_by_invalid)."""
+    best = None
+    for c in cells:
+        m = c["votes"].get(rep, {}).get(slo)
+        if m is None:
+            return best, True
+        if m:
+            return best, False
+        best = c["rate"]
+    return best, False
+
+
+def slo_capacity(records, slo_list=None, reps=None):
+    """Per candidate: the grid, per cell the repetitions' votes (a miss
+    implied above a repetition's stop), and per target the voted
+    capacity (highest cell such that it and every lower one has a strict
+    majority of "met" among its votes), the bracketing cells, each
+    repetition's capacity and their spread; repetitions whose capacities
+    differ by more than SLO_SPREAD_MAX of their median disagree and give
+    no number."""
+    slo_list = slo_list or openloop.SLO_MS
+    pts = last_attempts(records, ("slo",))
+    out = []
+    for name in dict.fromkeys(r["candidate"] for r in pts):
+        mine = [r for r in pts if r["candidate"] == name]
+        nreps = sorted({r["rep"] for r in mine})
+        grid = sorted({(r["rate"], r["share"]) for r in mine})
+        cells = []
+        for rate, share in grid:
+            here = {r["rep"]: r for r in mine if r["rate"] == rate}
+            votes = {}
+            for rep in nreps:
+                if rep in here:
+                    votes[rep] = {s: openloop.misses(here[rep], s)
+                                  for s in slo_list}
+                else:               # above the rep's stop: a miss
+                    stopped = any(r["rep"] == rep and r["rate"] < rate
+                                  for r in mine)
+                    votes[rep] = {s: True if stopped else None
+                                  for s in slo_list}
+            cells.append({"rate": rate, "share": share, "votes": votes,
+                          "p99_ms": {rep: here[rep]["latency_ms"]["p99"]
+                                     if here[rep]["valid"] and
+                                     here[rep].get("latency_ms") else None
+                                     for rep in here},
+                          "verdicts": {rep: here[rep]["verdict"]
+                                       for rep in here},
+                          "measured": sorted(here)})
+        out.append({"candidate": name, "pool": mine[0]["pool"],
+                    "cores": mine[0]["cores"], "reps": nreps,
+                    "cells": cells,
+                    "targets": [_slo_target(cells, nreps, s)
+                                for s in slo_list]})
+    return out
+
+
+SLO_SPREAD_MAX = 0.15
+
+
+def _slo_target(cells, reps, slo):
+    """The capacity of one candidate for one target (see slo_capacity)."""
+    voted, first_bad = None, None
+    for c in cells:
+        v = [c["votes"][r][slo] for r in reps if c["votes"][r][slo]
+             is not None]
+        c.setdefault("met", {})[slo] = (sum(1 for x in v if not x),
+                                        len(v))
+        ok = v and sum(1 for x in v if not x) * 2 > len(v)
+        if first_bad is None:
+            if ok:
+                voted = c["rate"]
+            else:
+                first_bad = c
+    per_rep = {r: _rep_capacity(cells, r, slo) for r in reps}
+    caps = [v[0] for v in per_rep.values()]
+    nums = [x for x in caps if x is not None]
+    spread = None
+    agree = bool(nums) and len(nums) == len(caps)
+    if nums:
+        med = statistics.median(nums)
+        spread = (max(nums) - min(nums)) / med if med else None
+        agree = agree and spread is not None and spread <= SLO_SPREAD_MAX
+    if first_bad is None:
+        bracket = (voted, None)
+    else:
+        bracket = (voted, first_bad["rate"])
+    return {"slo_ms": slo, "voted_rps": voted, "bracket": bracket,
+            "per_rep_rps": {str(r): v[0] for r, v in per_rep.items()},
+            "per_rep_bounded_by_invalid": {str(r): v[1]
+                                           for r, v in per_rep.items()},
+            "spread": spread, "agree": agree,
+            "capacity_rps": voted if agree else None}
+
+
+# -- virtual users ------------------------------------------------------------
+
+def users_scores(records):
+    """Per candidate: its levels in order, the score (most users of a
+    valid passing level), whether it is only a lower bound ("at least":
+    no valid failure above it, the generator saturated or at its
+    descriptor limit), the bracket and the first failure's reasons."""
+    levels = [r for r in records if r["kind"] == "users"]
+    capped = {r["candidate"] for r in records
+              if r["kind"] == "users-capped"}
+    out = []
+    for name in dict.fromkeys(r["candidate"] for r in levels):
+        mine = [r for r in levels if r["candidate"] == name]
+        passed = [r["users"] for r in mine if r["valid"] and r["passed"]]
+        score = max(passed, default=None)
+        above = [r for r in mine if (score is None or r["users"] > score)]
+        fails = [r for r in above if r["valid"] and not r["passed"]]
+        first_fail = min(fails, key=lambda r: r["users"]) if fails else None
+        invalid = [r for r in above if not r["valid"]]
+        out.append({
+            "candidate": name, "front": mine[0]["front"],
+            "pool": mine[0]["pool"], "score": score,
+            "generator_cap": mine[0].get("generator_cap"),
+            "at_least": first_fail is None,
+            "bracket": (score, first_fail["users"] if first_fail else None),
+            "limit": first_fail["reasons"] if first_fail else
+            (invalid[0]["invalid_reasons"] if invalid else
+             (["generator's descriptor limit (%d users)" %
+               mine[0].get("generator_cap", 0)] if name in capped else [])),
+            "levels": [{k: r.get(k) for k in (
+                "users", "valid", "passed", "p50_ms", "p95_ms", "p99_ms",
+                "rps", "expected_rps", "errors_share", "not_held",
+                "reconnects", "server_connections", "cpu_us_per_req",
+                "db_cpu_us_per_req", "cand_cores_used", "gen_cores_used",
+                "load_busy", "reasons", "invalid_reasons", "fd_limits")}
+                for r in sorted(mine, key=lambda r: r["users"])]})
     return out

@@ -10,6 +10,11 @@ study.py: the whole study, in order.
               cgroups, contract check, DB reset + settle, then the
               repetitions (measure.run_rep); every record is appended to
               records.jsonl as soon as it exists
+  open loop   at the fewest cores and each candidate's best pool: the
+              cost and apart points (lib/openloop.py), then the capacity
+              sweeps, one repetition of every candidate after another;
+              DB reset + settle before each point (measure.run_open)
+  users       the virtual-users levels of every candidate (lib/users.py)
   report      summary.json, summary.md, plots, logs of each cell
 """
 
@@ -22,8 +27,8 @@ import traceback
 
 from harness import contract, keys, nginx, pg, proc
 
-from . import (candidates, cgroup, layout, load, measure, profile, refs,
-               report, stats, versions)
+from . import (candidates, cgroup, layout, load, measure, openloop, profile,
+               refs, report, stats, users, versions)
 
 TOKEN_POOL = 200
 # PostgreSQL settings of a run beside the harness's own (fsync and
@@ -43,9 +48,11 @@ class Cell:
     def __init__(self, cand, cores, cpus, pool, workdir, index, tag=""):
         self.cand, self.cores, self.cpus, self.pool = cand, cores, cpus, pool
         self.name = "%s-c%d-p%s%s" % (cand.name, cores, pool or "na", tag)
+        self.part = tag.lstrip("-")      # "" for a closed-loop cell
         self.dir = os.path.join(workdir, "cells", self.name)
         self.index = index
         self.group = self.probe = self.probe_group = None
+        self.nginx_main = None          # candidates.cell_nginx's default
         os.makedirs(self.dir)
 
     def key(self):
@@ -61,6 +68,7 @@ class Study:
         self.records = []
         self.failed_candidates = set()
         self.unprepared = []        # candidates whose build or runtime failed
+        self.prepared = {}          # name: candidate built and checked
         self.ncells = 0
 
     # -- setup -------------------------------------------------------------
@@ -111,6 +119,10 @@ class Study:
             files[mode] = os.path.join(tdir, mode + ".txt")
             with open(files[mode], "w") as f:
                 f.write("\n".join(part) + "\n")
+        # Virtual users: one token each, round-robin over the whole pool.
+        files["users"] = os.path.join(tdir, "users.txt")
+        with open(files["users"], "w") as f:
+            f.write("\n".join(pool) + "\n")
         return files
 
     def setup(self):
@@ -123,7 +135,7 @@ class Study:
         self.backend = cgroup.Backend(o.cgroup)
         self.db_group = self.backend.group("db", self.layout.db)
         self.load_group = self.backend.group("load", self.layout.load)
-        token_files = self._tokens()
+        token_files = self.token_files = self._tokens()
         threads = o.threads or max(1, len(self.layout.load) // 2)
         self.gens = load.Generators(self.load_group, self.layout.load,
                                     o.connections, threads, token_files,
@@ -154,14 +166,17 @@ class Study:
         with open(self.records_path, "a") as f:
             f.write(json.dumps(rec, sort_keys=True) + "\n")
 
-    def _failure(self, key, stage, err, trace=None):
+    def _failure(self, key, stage, err, trace=None, part=""):
+        """Records a failure of cell key at stage; part names the cell's
+        part when it is not a closed-loop cell (those rows stay apart)."""
         role, cand, cores, pool = key
         proc.log("FAILED %s cores=%s pool=%s at %s: %s" %
                  (cand, cores, pool, stage, str(err).splitlines()[0]
                   if str(err) else repr(err)))
         self.record({"kind": "failure", "role": role, "candidate": cand,
                      "cores": cores, "pool": pool, "stage": stage,
-                     "error": str(err)[-2000:], "traceback": trace})
+                     "error": str(err)[-2000:], "traceback": trace,
+                     "part": part})
 
     def _expected(self, cell):
         """The rate the gate must beat (before the factor): best valid
@@ -233,6 +248,58 @@ class Study:
                 else "-", "valid" if rec["valid"] else "INVALID: ",
                 "; ".join(rec["invalid_reasons"])))
 
+    def _open_point(self, cell, spec):
+        """One open-loop point (DB reset and settle first); up to
+        --retries more attempts replace one whose generator or
+        calibration could not keep the schedule (each attempt recorded,
+        the last one counts). Returns the last record."""
+        o = self.opts
+        for attempt in range(1 + o.retries):
+            rec = self._open_attempt(cell, dict(spec, attempt=attempt))
+            if rec["verdict"] != "generator":
+                break
+        return rec
+
+    def _open_attempt(self, cell, spec):
+        o = self.opts
+        if cell.cand.needs_db:
+            self.pg.reset(o.rows, self.srcdir)
+            time.sleep(o.settle)
+        rec = measure.run_open(self, cell, spec, openloop.window_s(
+            spec["rate"], o.open_duration, o.quick))
+        self.record(rec)
+        lat = rec["latency_ms"] or {}
+        proc.log("  %s %s %s req/s (%s): %s req/s, p99 %s ms, %s µs CPU/req"
+                 ", %s%s" % (spec["part"], spec["mix"],
+                             "{:,.0f}".format(spec["rate"]),
+                             spec["rate_spec"],
+                             "{:,.0f}".format(rec["achieved_rps"] or 0),
+                             "%.1f" % lat["p99"] if lat.get("p99") else "-",
+                             "%.1f" % rec["cpu_us_per_req"]
+                             if rec["cpu_us_per_req"] else "-",
+                             "valid" if rec["valid"] else "INVALID (%s): "
+                             % rec["verdict"],
+                             "; ".join(rec["invalid_reasons"])))
+        return rec
+
+    def _points(self, specs):
+        """A cell's work: the open-loop points of specs in order."""
+        def work(cell):
+            for i, spec in enumerate(specs):
+                self._open_point(cell, dict(spec, index=i))
+        return work
+
+    def _sweep(self, grid, rep):
+        """A cell's work: one repetition of the capacity sweep, upwards
+        until a point misses the loosest target."""
+        def work(cell):
+            for i, (rate, share) in enumerate(grid):
+                rec = self._open_point(cell, dict(
+                    openloop.slo_point(rate, share, rep), index=i))
+                if openloop.misses(rec, max(openloop.SLO_MS)):
+                    break
+        return work
+
     def _save_logs(self, cell):
         """Tails of the cell's log files into the results folder."""
         dest = os.path.join(self.outdir, "logs", cell.name)
@@ -247,13 +314,15 @@ class Study:
                 with open(os.path.join(dest, name), "w") as out:
                     out.write(proc.tail(path, LOG_TAIL_LINES) + "\n")
 
-    def run_cell(self, cand, cores, pool, reps, profile=0):
-        """Starts, checks and measures one cell (or, with profile > 0,
-        takes its CPU breakdown over that many seconds); always stops
-        it."""
+    def run_cell(self, cand, cores, pool, work, tag="", nginx_main=None):
+        """Starts, checks and resets one cell, then runs work(cell) (the
+        repetitions, the profile or open-loop points); always stops it.
+        nginx_main: the main settings of the candidate's nginx
+        (candidates.cell_nginx), if not the benchmark's own."""
         self.ncells += 1
         cell = Cell(cand, cores, self.layout.cand_cpus(cores), pool,
-                    self.workdir, self.ncells, "-profile" if profile else "")
+                    self.workdir, self.ncells, tag)
+        cell.nginx_main = nginx_main
         proc.log("cell %s on CPUs %s" % (cell.name,
                                          cgroup.cpulist(cell.cpus)))
         stage = "start"
@@ -271,17 +340,14 @@ class Study:
                 stage = "db reset"
                 self.pg.reset(self.opts.rows, self.srcdir)
                 time.sleep(self.opts.settle)
-            if profile:
-                stage = "profile"
-                self._profile(cell, profile)
-            else:
-                stage = "measure"
-                self._reps(cell, reps)
+            stage = "measure"
+            work(cell)
         except ContractFailed as e:
             self.failed_candidates.add(cand.name)
-            self._failure(cell.key(), stage, e)
+            self._failure(cell.key(), stage, e, part=cell.part)
         except Exception as e:
-            self._failure(cell.key(), stage, e, traceback.format_exc())
+            self._failure(cell.key(), stage, e, traceback.format_exc(),
+                          cell.part)
         finally:
             cand.stop()
             if cell.probe:
@@ -329,10 +395,12 @@ class Study:
                 self._failure((cand.role, cand.name, cores, pool),
                               "profile", e)
                 continue
-            self.run_cell(cand, cores, pool, 1, profile=self.opts.profile)
+            self.run_cell(cand, cores, pool, lambda cell: self._profile(
+                cell, self.opts.profile), "-profile")
 
-    def run_candidate(self, cls, pools, reps):
-        """Every cell of one candidate (or HTTP reference)."""
+    def prepare(self, cls, pools):
+        """The candidate of cls built and checked (kept for the later
+        parts), or None after its failure is recorded for every cell."""
         cand = cls(self)
         try:
             cand.prepare()
@@ -343,7 +411,15 @@ class Study:
                 for pool in pools:
                     self._failure((cand.role, cand.name, cores, pool),
                                   "prepare", e)
-            return cand
+            return None
+        self.prepared[cand.name] = cand
+        return cand
+
+    def run_candidate(self, cls, pools, reps):
+        """Every cell of one candidate (or HTTP reference)."""
+        cand = self.prepare(cls, pools)
+        if cand is None:
+            return cls(self)
         for cores in self.opts.cores:
             for pool in pools:
                 if cand.name in self.failed_candidates:
@@ -351,8 +427,66 @@ class Study:
                                   "contract", "not measured: contract "
                                   "failed earlier")
                     continue
-                self.run_cell(cand, cores, pool, reps)
+                self.run_cell(cand, cores, pool,
+                              lambda cell: self._reps(cell, reps))
         return cand
+
+    # -- open loop ---------------------------------------------------------
+
+    def _ceilings(self, cores):
+        """{candidate: best-pool row} at cores, from the closed-loop
+        points measured so far (the summary's own choice)."""
+        rows = stats.cell_rows([r for r in self.records
+                                if r["kind"] == "point"], {})
+        return {b["candidate"]: b for b in stats.best_pools(rows)
+                if b["cores"] == cores and b["role"] == "candidate"}
+
+    def run_open_parts(self):
+        """cost, apart and slo (as --parts asks) for every candidate with
+        a closed-loop ceiling, at the fewest cores and its best pool."""
+        o = self.opts
+        cores = min(o.cores)
+        best = {n: b for n, b in self._ceilings(cores).items()
+                if n in self.prepared and n not in self.failed_candidates}
+        for name in o.candidates:
+            if name not in best:
+                proc.log("open loop: %s has no closed-loop ceiling at %d "
+                         "core(s): not measured" % (name, cores))
+                self.record({"kind": "open-skipped", "candidate": name,
+                             "reason": "no valid closed-loop ceiling"})
+        if not best:
+            return
+        lowest = min(b["throughput_rps"]["median"] for b in best.values())
+        self.lowest_ceiling = lowest
+        specs = openloop.cost_plan(openloop.resolve(o.rates, lowest),
+                                   openloop.resolve(o.apart_rates, lowest),
+                                   o.parts)
+        for name in best:
+            if specs:
+                self.run_cell(self.prepared[name], cores, best[name]["pool"],
+                              self._points(specs), "-cost")
+        if "slo" not in o.parts:
+            return
+        for rep in range(1, o.slo_reps + 1):
+            for name, b in best.items():
+                grid = openloop.slo_grid(b["throughput_rps"]["median"],
+                                         o.slo_grid)
+                self.run_cell(self.prepared[name], cores, b["pool"],
+                              self._sweep(grid, rep), "-slo%d" % rep)
+
+    def run_users(self):
+        """The virtual-users levels of every prepared candidate."""
+        o = self.opts
+        cores = min(o.cores)
+        for name in o.candidates:
+            cand = self.prepared.get(name)
+            if cand is None or name in self.failed_candidates:
+                continue
+            pool = self._ceilings(cores).get(name, {}).get("pool") or \
+                max(o.pools)
+            self.run_cell(cand, cores, pool, lambda cell: users.run(
+                self, cell), "-users", candidates.users_nginx(
+                    self.srcdir, cores, users.generator_cap()))
 
     # -- the study ---------------------------------------------------------
 
@@ -366,7 +500,21 @@ class Study:
                 "candidates", "cores", "pools", "duration", "warmup", "gate",
                 "settle", "reps", "ref_reps", "retries", "max_other",
                 "profile",
-                "connections", "quick", "no_refs", "go_front", "rows")},
+                "connections", "quick", "no_refs", "go_front", "rows",
+                "parts", "open_duration", "slo_reps", "slo_grid",
+                "user_levels", "user_plateau", "user_ramp")},
+            "rates": [openloop.spec_text(*r) for r in o.rates],
+            "apart_rates": [openloop.spec_text(*r) for r in o.apart_rates],
+            "lowest_ceiling_rps": self.lowest_ceiling,
+            "slo_ms": list(openloop.SLO_MS),
+            "open_loop": {"shortfall_max": measure.SHORTFALL_MAX,
+                          "gen_lag_p99_max_ms": measure.GEN_LAG_P99_MAX_MS,
+                          "load_busy_max": measure.LOAD_BUSY_MAX,
+                          "gen_cpu_max": measure.GEN_CPU_MAX,
+                          "inflight_s": load.PACED_INFLIGHT_S,
+                          "connections": [load.PACED_MIN_CONNECTIONS,
+                                          load.PACED_MAX_CONNECTIONS],
+                          "p999_min_samples": openloop.P999_MIN_SAMPLES},
             "layout": self.layout.describe(), "cgroups":
             self.backend.describe(), "load": self.gens.describe(),
             "rows": o.rows, "token_pool": TOKEN_POOL,
@@ -385,16 +533,25 @@ class Study:
             json.dump(self.versions, f, indent=1)
             f.write("\n")
         o = self.opts
-        if not o.no_refs:
+        self.lowest_ceiling = None
+        closed = "closed" in o.parts
+        if not o.no_refs and closed:
             self.run_refs()
         cands = [self.run_candidate(candidates.CANDIDATES[name], o.pools,
-                                    o.reps) for name in o.candidates]
-        if not o.no_refs:
+                                    o.reps) if closed else
+                 (self.prepare(candidates.CANDIDATES[name], o.pools) or
+                  candidates.CANDIDATES[name](self))
+                 for name in o.candidates]
+        if any(p in o.parts for p in openloop.OPEN_PARTS):
+            self.run_open_parts()
+        if "users" in o.parts:
+            self.run_users()
+        if not o.no_refs and closed:
             for ref in (candidates.CfpmHello, candidates.Hello):
                 cands.append(self.run_candidate(ref, o.pools, o.ref_reps))
             cands.append(self.run_candidate(candidates.NginxStatic, [None],
                                             o.ref_reps))
-        if o.profile and "cfpm" in o.candidates:
+        if o.profile and "cfpm" in o.candidates and closed:
             self.run_profiles()
         meta = self.meta(cands)
         meta["utc_end"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

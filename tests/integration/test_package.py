@@ -71,6 +71,7 @@ INSTALLED = {
     PREFIX + "/share/doc/cfpm/README.md",
     PREFIX + "/share/doc/cfpm/examples/cfpm.conf",
     PREFIX + "/share/doc/cfpm/examples/nginx/cfpm.conf",
+    PREFIX + "/share/doc/cfpm/examples/nginx/nginx.conf",
     PREFIX + "/share/cfpm/sql/schema.sql",
     PREFIX + "/share/cfpm/sql/role.sql",
 }
@@ -86,6 +87,7 @@ PACKAGED = {
     "/etc/logrotate.d/cfpm", "/etc/cfpm/cfpm.conf",
     "/usr/share/doc/cfpm/examples/cfpm.conf",
     "/usr/share/doc/cfpm/examples/nginx/cfpm.conf",
+    "/usr/share/doc/cfpm/examples/nginx/nginx.conf",
     "/usr/share/doc/cfpm/copyright",
     "/usr/share/cfpm/sql/schema.sql", "/usr/share/cfpm/sql/role.sql",
     "/etc/nginx/sites-available/cfpm",
