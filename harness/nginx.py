@@ -182,7 +182,7 @@ FPM_STATUS_SITE = SERVER_HEAD + """\
 def fpm_status_site(sock, port):
     """PHP-FPM's /status and /ping on unix socket sock, on port."""
     return FPM_STATUS_SITE.format(sock=sock, port=port,
-                                  params=FASTCGI_PARAMS)
+                                  params=FASTCGI_PARAMS, listen_opts="")
 
 
 def fastcgi_site(name, sock, port, script="/dev/null", reuseport=False):
