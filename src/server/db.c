@@ -160,6 +160,8 @@ struct db_link {
 	size_t		 target;	/* CONNECTING: order[target] tried */
 	size_t		 connected;	/* SETUP, UP: the target it reached */
 	int64_t		 answered_us;	/* UP: the server's last answer */
+	int64_t		 unproven_us;	/* UP: until then a read's miss here
+					   is not trusted (db_miss_trusted) */
 	enum db_probe	 probing;	/* UP: an idle probe under way */
 	size_t		 step;		/* SETUP: 0 settings, then statements */
 	int		 step_sent;	/* SETUP: step's command is sent */
@@ -306,6 +308,10 @@ db_mark_up(struct db_link *l)
 	l->unanswered = 0;
 	l->recycling = 0;
 	l->watch_id++;
+	/* Back from an outage on a multi-host conninfo: the host reached may
+	 * be a replaced primary not demoted yet (db_miss_trusted). */
+	l->unproven_us = l->down_since_us != 0 && l->nhosts > 1 ?
+	    l->answered_us + (int64_t)l->db->timeout_ms * 1000 : 0;
 	if (l->down_logged)
 		log_notice("%s: connected and prepared, back after %.1f s",
 		    l->label, (double)(clock_now_us() - l->down_since_us) /
@@ -1344,6 +1350,41 @@ db_read_here(struct db *db, const struct db_statement *st,
 	return 1;
 }
 
+/*
+ * A read's miss on the main connection is the 404 (db_read_here): it is
+ * trusted unless the connection is unproven, i.e. made within db.timeout
+ * after an outage, to one of several hosts, with no write committed on it
+ * since. Such a host may be a primary that a failover manager replaced
+ * while it was frozen or cut off and has not demoted yet: it takes reads
+ * as what it was, and an acknowledged write made on its replacement is
+ * not there. A write cannot commit on it (its synchronous standby follows
+ * the new primary), so a committed write proves the connection; until
+ * then, or until the manager had db.timeout to demote it, the miss is
+ * DB_UNAVAILABLE (503), never a stale 404.
+ */
+static enum db_status
+db_miss_trusted(struct db_link *l, const struct db_statement *st,
+    PGresult **res, enum db_status rc)
+{
+	if (rc != DB_OK)
+		return rc;
+	if (!st->read_only) {
+		l->unproven_us = 0;	/* committed: the server is the primary */
+		return rc;
+	}
+	if (l->unproven_us == 0 || PQntuples(*res) > 0)
+		return rc;
+	if (clock_now_us() >= l->unproven_us) {
+		l->unproven_us = 0;
+		return rc;
+	}
+	PQclear(*res);
+	*res = NULL;
+	db_set_error(l->db, st->what, "no row, on a connection made after an "
+	    "outage that no committed write has proven yet");
+	return DB_UNAVAILABLE;
+}
+
 static int
 db_link_init(struct db_link *l, struct db *db, const char *label,
     const char *conninfo, int reads_only)
@@ -1490,8 +1531,8 @@ db_exec(struct db *db, const struct db_statement *st,
 	    &rc)) {
 		if (!db_link_ready(&db->write, deadline_us))
 			return DB_UNAVAILABLE;
-		rc = db_run(&db->write, st, values, lengths, formats,
-		    deadline_us, &res);
+		rc = db_miss_trusted(&db->write, st, &res, db_run(&db->write,
+		    st, values, lengths, formats, deadline_us, &res));
 	}
 	*out = (struct db_result *)(void *)res;
 	return rc;

@@ -132,7 +132,10 @@ enum db_status db_ping(struct db *db, int timeout_ms);
  * runs on the read connection when there is one; if that connection is
  * unusable, fails, or returns no row, the statement runs again on the
  * main connection, which decides (a standby that has not replayed a
- * write yet cannot make it look missing). DB_OK sets *out (release
+ * write yet cannot make it look missing) unless it is unproven: made
+ * after an outage, on a multi-host conninfo, within db.timeout, with no
+ * write committed on it since (a replaced primary not demoted yet could
+ * answer it): then a miss there is DB_UNAVAILABLE. DB_OK sets *out (release
  * it with db_result_free) only when the whole exchange succeeded, so a
  * row returned by an INSERT is committed. DB_UNAVAILABLE when there is
  * no connection or the exchange fell short after the statement was sent

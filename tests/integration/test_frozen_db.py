@@ -23,6 +23,13 @@ workers:
    behind it: the workers move on to the second host (each host is given
    its connect_timeout), so writes come back within RESUME_LIMIT_S of
    the freeze while /auth and /health answer within 1 s throughout.
+4. A host back from an outage is not trusted with a miss: two
+   independent clusters A and B on one conninfo, one worker. A stopped,
+   the worker moves to B, a write is acknowledged there; A started and B
+   stopped, the worker is back on A, which lacks the row, as a replaced
+   primary not yet demoted would: the acknowledged id reads 503, never
+   404, while a seeded id reads 200; once a write has committed on A the
+   miss is trusted (404).
 
 Figures (diagnostics): the longest request, the longest /health, log
 lines, the time to full service after SIGCONT, the write gap.
@@ -327,6 +334,51 @@ def run_multi_host(st, kind):
     st.stop_cfpm(c)
 
 
+def wait_health(st, timeout=20):
+    """/health 200 through nginx (the one worker connected again)."""
+    return ct.wait_for(lambda: st.get("/health").status == 200, timeout, 0.1)
+
+
+def run_unproven_host(st):
+    """Case 4: a miss on a connection made after an outage, not proven."""
+    tap = st.tap
+    name = "a host back from an outage"
+    tap.diag("-- %s" % name)
+    b = ct.Cluster(os.path.join(st.dir, "b4"))
+    b.init()
+    b.start()
+    b.seed(ct.SEED_ROWS)
+    # B's ids far past any of A's: an id acknowledged there is not on A.
+    b.psql("ALTER TABLE events ALTER COLUMN id RESTART WITH 1000000000")
+    a = st.pg
+    conninfo = "host=%s,%s port=%d,%d dbname=events user=postgres" % (
+        a.sockdir, b.sockdir, a.port, b.port)
+    # db.timeout is also how long a miss stays untrusted: room for the steps.
+    c = st.start_cfpm({"db.conninfo": conninfo, "db.timeout": 30}, n=1)
+    token = st.tokens["valid"]
+    a.stop()
+    tap.ok(wait_health(st), "%s: A stopped, the worker serves from B" % name)
+    r = st.post("/events", ct.BENCH_BODY, token=token)
+    acked = r.json().get("id") if r.status == 201 else None
+    tap.ok(acked is not None and b.psql("SELECT count(*) FROM events WHERE "
+                                        "id = %d" % acked) == [["1"]],
+           "%s: a write acknowledged on B (id %s)" % (name, acked),
+           "status %d" % r.status)
+    a.start()
+    b.stop()
+    tap.ok(wait_health(st), "%s: B stopped, the worker is back on A" % name)
+    got = st.get("/events/%d" % (acked or 0), token=token).status
+    tap.is_(got, 503, "%s: the id acknowledged on B, missing on A, reads "
+            "503 (not a stale 404): no write has proven A yet" % name)
+    tap.is_(st.get("/events/1", token=token).status, 200, "%s: a row A has "
+            "reads 200" % name)
+    r = st.post("/events", ct.BENCH_BODY, token=token)
+    tap.is_(r.status, 201, "%s: a write commits on A" % name)
+    tap.is_(st.get("/events/%d" % (acked or 0), token=token).status, 404,
+            "%s: then A is trusted with the miss (404)" % name)
+    st.stop_cfpm(c)
+
+
 def main(tap):
     with ct.Stack(tap) as st:
         # TCP beside the unix socket (initdb -A trust covers 127.0.0.1).
@@ -338,6 +390,7 @@ def main(tap):
                    "frozen-tcp-%d" % os.getpid())
         run_frozen_at_start(st, "frozen-start-%d" % os.getpid())
         run_multi_host(st, "frozen-multi-%d" % os.getpid())
+        run_unproven_host(st)
 
 
 if __name__ == "__main__":
