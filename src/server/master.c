@@ -188,25 +188,21 @@ master_snapshot(struct master *m)
 	struct sb_view v;
 	unsigned i;
 
-	for (i = 0; i < m->sb->nslots; i++) {
-		memset(&m->snap[i], 0, sizeof(m->snap[i]));
-		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
-			continue;
+	memset(m->snap, 0, sizeof(m->snap[0]) * m->sb->nslots);
+	SCOREBOARD_FOREACH_LIVE(m->sb, i) {
 		(void)scoreboard_read(&m->sb->slots[i], &v);
 		pool_slot_from(&m->snap[i], &v);
 	}
 }
 
-/* Slots holding a process (the master's own part: no snapshot needed). */
+/* Slots holding a process. */
 static unsigned
 master_live(const struct master *m)
 {
-	unsigned i, n = 0;
+	struct sb_census c;
 
-	for (i = 0; i < m->sb->nslots; i++)
-		if (m->sb->slots[i].master.life != SB_LIFE_FREE)
-			n++;
-	return n;
+	scoreboard_census(m->sb, &c);
+	return c.live;
 }
 
 static int
@@ -314,10 +310,9 @@ master_poke_idle(struct master *m)
 	struct sb_view v;
 	unsigned i;
 
-	for (i = 0; i < m->sb->nslots; i++) {
+	SCOREBOARD_FOREACH_LIVE(m->sb, i) {
 		s = &m->sb->slots[i];
-		if (s->master.life == SB_LIFE_FREE ||
-		    s->master.life == SB_LIFE_RETIRING)
+		if (s->master.life == SB_LIFE_RETIRING)
 			continue;
 		(void)scoreboard_read(s, &v);
 		if (v.phase == SB_IDLE)
@@ -347,9 +342,8 @@ master_signal_all(struct master *m, int sig)
 {
 	unsigned i;
 
-	for (i = 0; i < m->sb->nslots; i++)
-		if (m->sb->slots[i].master.life != SB_LIFE_FREE &&
-		    m->sb->slots[i].master.pid > 0)
+	SCOREBOARD_FOREACH_LIVE(m->sb, i)
+		if (m->sb->slots[i].master.pid > 0)
 			kill(m->sb->slots[i].master.pid, sig);
 }
 
@@ -514,10 +508,8 @@ master_timeouts(struct master *m, int64_t now)
 
 	slow = (int64_t)m->cfg->request_slowlog_timeout * 1000000;
 	term = (int64_t)m->cfg->request_terminate_timeout * 1000000;
-	for (i = 0; i < m->sb->nslots; i++) {
+	SCOREBOARD_FOREACH_LIVE(m->sb, i) {
 		s = &m->sb->slots[i];
-		if (s->master.life == SB_LIFE_FREE)
-			continue;
 		/* A torn record is used all the same: its worker is
 		 * stopped mid-update, and may be the one to kill. */
 		(void)scoreboard_read(s, &v);
@@ -547,22 +539,6 @@ master_timeouts(struct master *m, int64_t now)
 			kill(s->master.pid, SIGKILL);
 		}
 	}
-}
-
-static unsigned
-master_busy(const struct master *m)
-{
-	struct sb_view v;
-	unsigned i, n = 0;
-
-	for (i = 0; i < m->sb->nslots; i++) {
-		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
-			continue;
-		(void)scoreboard_read(&m->sb->slots[i], &v);
-		if (scoreboard_busy(&v))
-			n++;
-	}
-	return n;
 }
 
 /*
@@ -609,18 +585,6 @@ master_status_note(const struct master *m, int failing, char *buf,
 		    m->db_without, m->db_live);
 }
 
-/* Workers accepting and not in a request (starting ones are neither). */
-static unsigned
-master_idle(const struct master *m, unsigned busy)
-{
-	unsigned i, serving = 0;
-
-	for (i = 0; i < m->sb->nslots; i++)
-		if (m->snap[i].life != SB_LIFE_FREE && m->snap[i].serving)
-			serving++;
-	return serving > busy ? serving - busy : 0;
-}
-
 /*
  * STATUS= every MASTER_STATUS_US, and at once when the database comes or
  * goes, a crash loop begins or ends, or a reload is refused
@@ -630,9 +594,9 @@ static void
 master_status_line(struct master *m)
 {
 	int64_t now = clock_now_us();
-	unsigned busy = master_busy(m);
 	int failing = pool_failing(&m->pool, m->snap, m->sb->nslots);
 	char msg[MASTER_STATUS_LEN], note[MASTER_STATUS_LEN / 2];
+	struct sb_census c;
 	struct sb_totals t;
 	double secs;
 	uint64_t acc;
@@ -641,13 +605,14 @@ master_status_line(struct master *m)
 		m->next_status_us = 0;
 	if (now < m->next_status_us)
 		return;
+	scoreboard_census(m->sb, &c);
 	scoreboard_totals(m->sb, &t);
 	acc = t.accepted;
 	secs = m->last_status_us ? (double)(now - m->last_status_us) / 1e6 : 0;
 	master_status_note(m, failing, note, sizeof(note));
 	snprintf(msg, sizeof(msg), "STATUS=%sProcesses active: %u, idle: %u, "
-	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", note, busy,
-	    master_idle(m, busy), (unsigned long long)acc,
+	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", note, c.busy,
+	    c.idle, (unsigned long long)acc,
 	    (unsigned long long)t.slow,
 	    secs > 0 ? (double)(acc - m->last_accepted) / secs : 0.0);
 	notify_send(msg);
@@ -694,9 +659,7 @@ master_db_state(struct master *m)
 	struct sb_view v;
 
 	why.at_us = 0;
-	for (i = 0; i < m->sb->nslots; i++) {
-		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
-			continue;
+	SCOREBOARD_FOREACH_LIVE(m->sb, i) {
 		(void)scoreboard_read(&m->sb->slots[i], &v);
 		if (v.phase == SB_STARTING || v.phase == SB_EXITING)
 			continue;

@@ -52,7 +52,7 @@ struct status_rec {
 
 /* Pool-wide figures derived from the slots, and the totals as read. */
 struct status_pool {
-	unsigned	idle, active, total;
+	struct sb_census workers;
 	struct sb_totals totals;
 	char		name[ESC_SIZE(STATUS_MAX_POOL)];
 };
@@ -256,20 +256,8 @@ rec_num(struct status_rec *r, const char *key, enum status_type type,
 static void
 status_count(const struct status_view *v, struct status_pool *p)
 {
-	struct sb_view s;
-	unsigned i;
-
 	memset(p, 0, sizeof(*p));
-	for (i = 0; i < v->sb->nslots; i++) {
-		if (!scoreboard_live(&v->sb->slots[i]))
-			continue;
-		(void)scoreboard_read(&v->sb->slots[i], &s);
-		p->total++;
-		if (scoreboard_busy(&s))
-			p->active++;
-		else if (s.phase == SB_IDLE)
-			p->idle++;
-	}
+	scoreboard_census(v->sb, &p->workers);
 	scoreboard_totals(v->sb, &p->totals);
 	esc_text(p->name, sizeof(p->name), v->pool, strnlen(v->pool,
 	    STATUS_MAX_POOL));
@@ -303,9 +291,9 @@ pool_record(const struct status_view *v, const struct status_pool *p,
 	rec_num(r, "listen queue", STATUS_INT, v->listen_queue);
 	rec_num(r, "max listen queue", STATUS_INT, status_lq_max(v, t));
 	rec_num(r, "listen queue len", STATUS_INT, v->listen_queue_len);
-	rec_num(r, "idle processes", STATUS_INT, p->idle);
-	rec_num(r, "active processes", STATUS_INT, p->active);
-	rec_num(r, "total processes", STATUS_INT, p->total);
+	rec_num(r, "idle processes", STATUS_INT, p->workers.idle);
+	rec_num(r, "active processes", STATUS_INT, p->workers.busy);
+	rec_num(r, "total processes", STATUS_INT, p->workers.live);
 	rec_num(r, "max active processes", STATUS_INT, t->max_active);
 	rec_num(r, "max children reached", STATUS_INT,
 	    (long long)t->max_children_reached);
@@ -713,9 +701,7 @@ status_page(struct buf *o, const struct status_view *v,
 		worker_record(v, &w, &r);
 		html_row(o, v, &r, 1);
 	}
-	for (i = 0; i < v->sb->nslots; i++) {
-		if (!scoreboard_live(&v->sb->slots[i]))
-			continue;
+	SCOREBOARD_FOREACH_LIVE(v->sb, i) {
 		worker_read(v, i, &w);
 		worker_record(v, &w, &r);
 		if (n++ > 0)
@@ -778,10 +764,10 @@ status_openmetrics(struct buf *o, const struct status_view *v,
 	om_metric(o, "phpfpm_listen_queue_length", "gauge",
 	    "Size of the listen queue.", v->listen_queue_len);
 	om_metric(o, "phpfpm_idle_processes", "gauge",
-	    "Workers waiting for a connection.", p->idle);
+	    "Workers waiting for a connection.", p->workers.idle);
 	om_metric(o, "phpfpm_active_processes", "gauge",
-	    "Workers in a request.", p->active);
-	om_metric(o, "phpfpm_total_processes", "gauge", "Workers.", p->total);
+	    "Workers in a request.", p->workers.busy);
+	om_metric(o, "phpfpm_total_processes", "gauge", "Workers.", p->workers.live);
 	om_metric(o, "phpfpm_max_active_processes", "counter",
 	    "Most workers in a request at once since the start.",
 	    t->max_active);
@@ -818,9 +804,7 @@ status_openmetrics(struct buf *o, const struct status_view *v,
 	if (full) {
 		om_family(o, "cfpm_worker_requests_total", "counter",
 		    "Requests per worker.");
-		for (i = 0; i < v->sb->nslots; i++) {
-			if (!scoreboard_live(&v->sb->slots[i]))
-				continue;
+		SCOREBOARD_FOREACH_LIVE(v->sb, i) {
 			(void)scoreboard_read(&v->sb->slots[i], &s);
 			buf_printf(o, "cfpm_worker_requests_total"
 			    "{pid=\"%d\"} %llu\n", (int)s.master.pid,
