@@ -18,6 +18,7 @@
 #include "server/master.h"
 #include "server/preflight.h"
 #include "server/sandbox.h"
+#include "server/setup.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -98,14 +99,12 @@ main_privileges_notice(const struct config *cfg,
 int
 main(int argc, char *argv[])
 {
-	static struct config cfg;	/* large: keep it off the stack */
 	const char *path = CFPM_DEFAULT_CONFIG;
 	char err[CONFIG_ERR_LEN];
 	struct listen_spec spec;
 	struct listen_sock ls, status_ls;
-	struct sandbox_ids ids;
-	const struct app *app;
-	void *shared = NULL;
+	struct setup setup;
+	const struct config *cfg;
 	int ch, test = 0, children = 0;
 
 	/* Nothing the starter left open reaches a worker (listen.h). */
@@ -126,40 +125,41 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return 2;
 	}
-	/* master_load_config refuses a bad user; resolved again for ids.
-	 * Only -t checks where the sockets go: at start they may come from
+	/* Only -t checks where the sockets go: at start they may come from
 	 * systemd, and a bind that fails says why itself. */
-	if (master_load_config(&cfg, main_apps, &app, test ? NULL : &shared,
-	    path, children, err, sizeof(err)) == -1 ||
-	    sandbox_resolve(&cfg, path, &ids, err, sizeof(err)) == -1 ||
-	    (test && preflight_sockets(&cfg, path, err, sizeof(err)) == -1)) {
+	if (setup_load(&setup, main_apps, path, children, test, err,
+	    sizeof(err)) == -1 || (test && preflight_sockets(setup.cfg, path,
+	    err, sizeof(err)) == -1)) {
 		log_command(CONFIG_LOG_ERROR, "%s", err);
+		setup_free(&setup);
 		return 1;
 	}
+	cfg = setup.cfg;
 	if (test) {
-		main_privileges_notice(&cfg, &ids);
+		main_privileges_notice(cfg, &setup.ids);
 		printf("cfpm: %s: configuration OK\n", path);
+		setup_free(&setup);
 		return 0;
 	}
 	/* Log files root creates belong to the workers, who reopen them. */
-	if (ids.drop)
-		log_set_file_owner(ids.uid, ids.gid);
-	log_set_syslog(cfg.syslog_ident, cfg.syslog_facility);
-	if (log_open(cfg.log_level, cfg.error_log) == -1)
-		fatal("error_log %s: %s", cfg.error_log, strerror(errno));
-	main_privileges_notice(&cfg, &ids);
-	listen_spec_pool(&cfg, &spec);
-	if (listen_from_systemd(&ls, &status_ls) == -1)
+	if (setup.ids.drop)
+		log_set_file_owner(setup.ids.uid, setup.ids.gid);
+	log_set_syslog(cfg->syslog_ident, cfg->syslog_facility);
+	if (log_open(cfg->log_level, cfg->error_log) == -1)
+		fatal("error_log %s: %s", cfg->error_log, strerror(errno));
+	main_privileges_notice(cfg, &setup.ids);
+	listen_spec_pool(cfg, &spec);
+	if (listen_from_systemd(&ls, &status_ls) == -1 ||
+	    (ls.fd == -1 && listen_bind(&ls, &spec) == -1)) {
+		setup_free(&setup);
 		return 1;
-	if (ls.fd == -1 && listen_bind(&ls, &spec) == -1)
-		return 1;
+	}
 	/* The configuration decides whether there is a status page;
 	 * systemd only where its socket comes from. */
-	if (status_ls.fd != -1 && cfg.status_listen[0] == '\0') {
+	if (status_ls.fd != -1 && cfg->status_listen[0] == '\0') {
 		log_warn("systemd passed a status socket but pm.status_listen "
 		    "is not set: closing it");
 		listen_close(&status_ls);
 	}
-	return master_run(&cfg, main_apps, app, shared, path, children, &ls,
-	    &status_ls);
+	return master_run(&setup, main_apps, path, children, &ls, &status_ls);
 }

@@ -29,10 +29,8 @@
 #include "server/nofile.h"
 #include "server/notify.h"
 #include "server/pool.h"
-#include "server/preflight.h"
-#include "util/configfile.h"
-#include "server/sandbox.h"
 #include "server/scoreboard.h"
+#include "server/setup.h"
 #include "server/status.h"
 #include "server/statuspage.h"
 #include "server/worker.h"
@@ -52,11 +50,9 @@ enum master_stop {
 };
 
 struct master {
-	struct config		*cfg;		/* current generation's */
+	struct setup		 setup;		/* the current generation's:
+						   a reload replaces it */
 	const struct app *const *apps;		/* what main.c offers */
-	const struct app	*app;
-	void			*shared;	/* app->load's, inherited by
-						   workers */
 	const char		*config_path;
 	int			 children;	/* -n override, 0 = none */
 	struct listen_sock	*ls;
@@ -138,49 +134,6 @@ master_signals(sigset_t *waitmask)
 		sigdelset(waitmask, master_sigs[i]);
 }
 
-int
-master_load_config(struct config *cfg, const struct app *const *apps,
-    const struct app **app, void **shared, const char *path, int children,
-    char *err, size_t errlen)
-{
-	struct sandbox_ids ids;
-	const struct app *a;
-	void *trial;
-
-	config_defaults(cfg);
-	if (app_register(apps, cfg, err, errlen) == -1 ||
-	    configfile_load(cfg, path, NULL, err, errlen) == -1)
-		return -1;
-	if (children > 0)
-		cfg->max_children = children;
-	if (config_validate(cfg, path, err, errlen) == -1)
-		return -1;
-	/* The workers' user must exist and not be root: checked here so a
-	 * reload to a bad one is refused while the running pool serves. */
-	if (sandbox_resolve(cfg, path, &ids, err, errlen) == -1 ||
-	    preflight_config(cfg, &ids, path, err, errlen) == -1)
-		return -1;
-	/*
-	 * The application loads what its workers share here, once (the
-	 * events API's keys): a bad file fails now, not in every fork, and
-	 * workers inherit it parsed instead of each parsing it again.
-	 */
-	a = app_selected(cfg);
-	if (app_load(a, cfg, path, shared ? shared : &trial, err, errlen) == -1)
-		return -1;
-	if (shared == NULL)
-		app_unload(a, trial);
-	*app = a;
-	return 0;
-}
-
-static void
-master_unload(struct master *m)
-{
-	app_unload(m->app, m->shared);
-	m->shared = NULL;
-}
-
 /* The policy's view of every slot, read now (pool.h). */
 static void
 master_snapshot(struct master *m)
@@ -222,9 +175,10 @@ master_spawn(struct master *m)
 	/* Before fork: the worker's part is the master's until then. */
 	scoreboard_claim(slot, m->pool.generation, clock_now_us(),
 	    (int64_t)time(NULL));
-	args.cfg = m->cfg;
-	args.app = m->app;
-	args.shared = m->shared;
+	args.cfg = m->setup.cfg;
+	args.app = m->setup.app;
+	args.shared = m->setup.shared;
+	args.ids = m->setup.ids;
 	args.listen_fd = m->ls->fd;
 	args.sb = m->sb;
 	args.slot = idx;
@@ -359,7 +313,7 @@ master_begin_stop(struct master *m, enum master_stop how)
 	notify_send("STOPPING=1");
 	if (how == MASTER_GRACEFUL) {
 		log_notice("graceful stop: finishing in-flight requests");
-		ms = (int64_t)m->cfg->process_control_timeout * 1000;
+		ms = (int64_t)m->setup.cfg->process_control_timeout * 1000;
 		master_signal_all(m, SIGTERM);
 	} else {
 		log_notice("fast stop");
@@ -425,48 +379,44 @@ static void
 master_reload(struct master *m)
 {
 	char err[CONFIG_ERR_LEN];
-	struct config *next = malloc(sizeof(*next));
-	const struct app *app;
-	void *shared;
+	struct setup next;
+	struct config *cfg;
 
-	if (next == NULL || master_load_config(next, m->apps, &app, &shared,
-	    m->config_path, m->children, err, sizeof(err)) == -1) {
-		master_refuse(m, next ? err : "out of memory");
-		free(next);
+	if (setup_load(&next, m->apps, m->config_path, m->children, 0, err,
+	    sizeof(err)) == -1) {
+		master_refuse(m, err);
 		return;
 	}
-	if (app != m->app) {
+	if (next.app != m->setup.app) {
 		snprintf(err, sizeof(err), "app %s -> %s needs a restart",
-		    m->app->name, app->name);
+		    m->setup.app->name, next.app->name);
 		master_refuse(m, err);
-		app_unload(app, shared);
-		free(next);
+		setup_free(&next);
 		return;
 	}
 	m->refused[0] = '\0';
-	if (strcmp(next->listen, m->cfg->listen) != 0 ||
-	    strcmp(next->status_listen, m->cfg->status_listen) != 0)
+	cfg = next.cfg;
+	if (strcmp(cfg->listen, m->setup.cfg->listen) != 0 ||
+	    strcmp(cfg->status_listen, m->setup.cfg->status_listen) != 0)
 		log_warn("reload: listen and pm.status_listen changes need "
 		    "a restart; keeping the current sockets");
 	notify_send("RELOADING=1");
-	log_set_syslog(next->syslog_ident, next->syslog_facility);
-	if (log_open(next->log_level, next->error_log) == -1)
-		log_err("reload: error_log %s: %s", next->error_log,
+	log_set_syslog(cfg->syslog_ident, cfg->syslog_facility);
+	if (log_open(cfg->log_level, cfg->error_log) == -1)
+		log_err("reload: error_log %s: %s", cfg->error_log,
 		    strerror(errno));
-	free(m->cfg);
-	m->cfg = next;
-	master_nofile(m->cfg);	/* before the new generation forks */
-	master_unload(m);	/* running workers keep their own copy */
-	m->shared = shared;
+	setup_free(&m->setup);	/* running workers keep their own copy */
+	m->setup = next;
+	master_nofile(cfg);	/* before the new generation forks */
 	master_snapshot(m);
 	scoreboard_add(&m->sb->totals.respawns[SB_REASON_RELOAD],
 	    pool_reload(&m->pool, m->snap, m->sb->nslots,
-	    (unsigned)next->max_children, next->process_control_timeout,
+	    (unsigned)cfg->max_children, cfg->process_control_timeout,
 	    clock_now_us()));
 	scoreboard_add(&m->sb->totals.reloads, 1);
-	scoreboard_set_max_children(m->sb, (unsigned)next->max_children);
+	scoreboard_set_max_children(m->sb, (unsigned)cfg->max_children);
 	log_notice("reload: generation %u, %d workers", m->pool.generation,
-	    next->max_children);
+	    cfg->max_children);
 }
 
 /* Retires workers replaced by a reload or a recycle once the current
@@ -506,8 +456,8 @@ master_timeouts(struct master *m, int64_t now)
 	uint64_t nr;
 	unsigned i;
 
-	slow = (int64_t)m->cfg->request_slowlog_timeout * 1000000;
-	term = (int64_t)m->cfg->request_terminate_timeout * 1000000;
+	slow = (int64_t)m->setup.cfg->request_slowlog_timeout * 1000000;
+	term = (int64_t)m->setup.cfg->request_terminate_timeout * 1000000;
 	SCOREBOARD_FOREACH_LIVE(m->sb, i) {
 		s = &m->sb->slots[i];
 		/* A torn record is used all the same: its worker is
@@ -636,7 +586,7 @@ master_ready(struct master *m)
 	notify_send("READY=1");
 	m->next_status_us = 0;
 	log_notice("pool ready: generation %u, %d workers%s",
-	    m->pool.generation, m->cfg->max_children, m->db_without > 0 ?
+	    m->pool.generation, m->setup.cfg->max_children, m->db_without > 0 ?
 	    ", database unavailable" : "");
 }
 
@@ -765,8 +715,8 @@ static int
 master_timeout_ms(const struct master *m)
 {
 	if (m->stop != MASTER_RUNNING || !m->pool.ready_sent ||
-	    m->cfg->request_slowlog_timeout > 0 ||
-	    m->cfg->request_terminate_timeout > 0)
+	    m->setup.cfg->request_slowlog_timeout > 0 ||
+	    m->setup.cfg->request_terminate_timeout > 0)
 		return MASTER_TICK_MS;
 	return MASTER_IDLE_MS;
 }
@@ -779,8 +729,8 @@ master_fill_status(struct status_view *v, void *arg)
 	unsigned queued, limit;
 
 	master_sample(m, &queued, &limit);
-	return statuspage_view(v, m->sb, m->cfg->pool_name, m->pool.generation,
-	    queued, limit);
+	return statuspage_view(v, m->sb, m->setup.cfg->pool_name,
+	    m->pool.generation, queued, limit);
 }
 
 /*
@@ -861,23 +811,20 @@ master_wait(struct master *m, const sigset_t *waitmask)
 		master_read_kicks(m);
 	/* Deadlines run out with or without events. */
 	if (m->admin != NULL && n >= 0)
-		admin_process(m->admin, pfd, m->cfg, master_fill_status, m);
+		admin_process(m->admin, pfd, m->setup.cfg, master_fill_status,
+		    m);
 }
 
 static void
-master_init(struct master *m, struct config *cfg,
-    const struct app *const *apps, const struct app *app, void *shared,
-    const char *config_path, int children, struct listen_sock *ls,
-    struct listen_sock *status_ls)
+master_init(struct master *m, struct setup *setup,
+    const struct app *const *apps, const char *config_path, int children,
+    struct listen_sock *ls, struct listen_sock *status_ls)
 {
-	struct config *own;
+	const struct config *own = setup->cfg;
 
-	if ((own = malloc(sizeof(*own))) == NULL)
-		fatal("%s: out of memory", __func__);
-	*own = *cfg;		/* reloads replace both */
-	*m = (struct master){ .cfg = own, .apps = apps, .app = app,
-	    .shared = shared, .config_path = config_path,
-	    .children = children, .ls = ls };
+	*m = (struct master){ .setup = *setup, .apps = apps,
+	    .config_path = config_path, .children = children, .ls = ls };
+	memset(setup, 0, sizeof(*setup));	/* taken over */
 	master_nofile(own);
 	if (conn_listen_prepare(ls->fd) == -1)
 		log_warn("listen socket: receive buffer: %s", strerror(errno));
@@ -896,20 +843,20 @@ master_init(struct master *m, struct config *cfg,
 }
 
 int
-master_run(struct config *cfg, const struct app *const *apps,
-    const struct app *app, void *shared, const char *config_path,
-    int children, struct listen_sock *ls, struct listen_sock *status_ls)
+master_run(struct setup *setup, const struct app *const *apps,
+    const char *config_path, int children, struct listen_sock *ls,
+    struct listen_sock *status_ls)
 {
 	struct master m;
 	sigset_t waitmask;
 	char where[160];
 	int signalled;
 
-	master_init(&m, cfg, apps, app, shared, config_path, children, ls,
-	    status_ls);
+	master_init(&m, setup, apps, config_path, children, ls, status_ls);
 	master_signals(&waitmask);
 	log_notice("cfpm %s: %d workers on %s", PACKAGE_VERSION,
-	    m.cfg->max_children, listen_describe(ls, where, sizeof(where)));
+	    m.setup.cfg->max_children, listen_describe(ls, where,
+	    sizeof(where)));
 	for (;;) {
 		signalled = master_handle_flags(&m);
 		if (m.stop == MASTER_RUNNING)
@@ -929,8 +876,7 @@ master_run(struct config *cfg, const struct app *const *apps,
 	scoreboard_destroy(m.sb);
 	close(m.kick_fd);
 	close(m.wake_fd);
-	master_unload(&m);
-	free(m.cfg);
+	setup_free(&m.setup);
 	log_notice("stopped");
 	return 0;
 }

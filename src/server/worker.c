@@ -882,8 +882,6 @@ worker_main(const struct worker_args *args)
 {
 	struct worker_ctx w = { .cfg = args->cfg, .app = args->app,
 	    .sb = args->sb, .slot = &args->sb->slots[args->slot] };
-	char err[CONFIG_ERR_LEN];
-	struct sandbox_ids ids;
 	int code = 1;
 
 	log_set_role("worker");
@@ -891,12 +889,7 @@ worker_main(const struct worker_args *args)
 	if (accesslog_open(args->cfg->access_log) == -1)
 		log_err("access.log %s: %s", args->cfg->access_log,
 		    strerror(errno));
-	if (sandbox_resolve(args->cfg, "worker", &ids, err,
-	    sizeof(err)) == -1) {
-		log_err("%s", err);	/* the master backs off */
-		goto done;
-	}
-	if (sandbox_drop(&ids) == -1)
+	if (sandbox_drop(&args->ids) == -1)
 		goto done;
 	worker_signals();
 	/* Die with the master: a pool without its master serves nobody. */
