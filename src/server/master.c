@@ -24,7 +24,6 @@
 
 #include "server/admin.h"
 #include "util/clock.h"
-#include "server/conn.h"
 #include "util/log.h"
 #include "server/nofile.h"
 #include "server/notify.h"
@@ -826,7 +825,7 @@ master_init(struct master *m, struct setup *setup,
 	    .config_path = config_path, .children = children, .ls = ls };
 	memset(setup, 0, sizeof(*setup));	/* taken over */
 	master_nofile(own);
-	if (conn_listen_prepare(ls->fd) == -1)
+	if (listen_set_rcvbuf(ls) == -1)
 		log_warn("listen socket: receive buffer: %s", strerror(errno));
 	if ((m->sb = scoreboard_create(MASTER_SLOTS)) == NULL)
 		fatal("%s: scoreboard: %s", __func__, strerror(errno));
