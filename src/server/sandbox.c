@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -167,7 +166,7 @@ sandbox_drop(const struct sandbox_ids *ids)
  * (clock_gettime for CPU time, setitimer for request_terminate_timeout),
  * signals (handlers return through rt_sigreturn; SIGUSR1/SIGTERM are
  * waited for in epoll_pwait), futex (libc locks), exit. What libpq needs
- * to reconnect and to cancel: connect, getsockopt(SO_ERROR),
+ * to connect again: connect, getsockopt(SO_ERROR),
  * setsockopt(TCP_NODELAY, keepalives), fcntl(O_NONBLOCK), send/recv,
  * getrandom (TLS), the identity calls and stat (~/.pgpass, getpwuid_r),
  * getdents64 (GSSAPI's mechanism directory), and for host names uname
@@ -256,7 +255,7 @@ static const int sandbox_allowed[] = {
  * The only opens open() and openat() may make: flags & mask == value.
  * Read-only, creating and truncating nothing (libpq's ~/.pgpass and root
  * certificates, the resolver's /etc/hosts, NSS's /etc/passwd), and the
- * two ways src/log.c opens a log file after a rotation: append to an
+ * two ways util/log.c opens a log file after a rotation: append to an
  * existing file, or create a new one exclusively, never through a link.
  * No open can write to, truncate or create a file in any other way.
  */
@@ -273,11 +272,11 @@ static const struct {
 #endif
 };
 
-/* Sockets libpq, PQcancel and the resolver create. */
+/* Sockets libpq and the resolver create. */
 static const int sandbox_domains[] = { AF_UNIX, AF_INET, AF_INET6 };
 
 static int
-sandbox_rules(scmp_filter_ctx ctx, pid_t master)
+sandbox_rules(scmp_filter_ctx ctx)
 {
 	size_t i;
 	int rc = 0;
@@ -309,13 +308,6 @@ sandbox_rules(scmp_filter_ctx ctx, pid_t master)
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
 		    SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-	/* SIGCHLD to its master, nothing else: the older way a worker woke
-	 * the master (it now writes to the master's eventfd; a worker that
-	 * is no longer root could not signal a root master anyway). */
-	if (rc == 0)
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kill), 2,
-		    SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)master),
-		    SCMP_A1(SCMP_CMP_EQ, SIGCHLD));
 	/* abort() and raise() signal this very process. */
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
@@ -347,7 +339,7 @@ sandbox_rules(scmp_filter_ctx ctx, pid_t master)
 }
 
 int
-sandbox_filter(pid_t master)
+sandbox_filter(void)
 {
 	scmp_filter_ctx ctx;
 	int rc;
@@ -367,7 +359,7 @@ sandbox_filter(pid_t master)
 	 * the filter runs on every call. Without it the filter is slower,
 	 * not weaker. */
 	(void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
-	if ((rc = sandbox_rules(ctx, master)) == 0)
+	if ((rc = sandbox_rules(ctx)) == 0)
 		rc = seccomp_load(ctx);
 	seccomp_release(ctx);
 #if defined(__SANITIZE_ADDRESS__)

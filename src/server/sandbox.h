@@ -59,13 +59,15 @@ int sandbox_is_self(const struct config *cfg);
 int sandbox_drop(const struct sandbox_ids *ids);
 
 /*
- * In a worker, after its init (database tried, keys inherited, logs
- * open): sets PR_SET_NO_NEW_PRIVS and loads the system-call allow-list.
- * Any other call kills the process (SIGSYS). kill() may only send
- * SIGCHLD to master. The list, and why each entry is there, is in
- * sandbox.c. Returns 0, or -1 (logged) if the filter could not be
- * loaded: the worker must exit rather than run unconfined.
+ * In a worker, after its init (database tried, what the application
+ * loaded inherited, logs open): sets PR_SET_NO_NEW_PRIVS and loads the
+ * system-call allow-list. Any other call kills the process (SIGSYS),
+ * kill() among them: a worker signals nobody (it wakes its master
+ * through an eventfd), and signals only itself (tgkill, as abort() and
+ * raise() do). The list, and why each entry is there, is in sandbox.c.
+ * Returns 0, or -1 (logged) if the filter could not be loaded: the
+ * worker must exit rather than run unconfined.
  */
-int sandbox_filter(pid_t master);
+int sandbox_filter(void);
 
 #endif

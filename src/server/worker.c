@@ -898,7 +898,7 @@ worker_main(const struct worker_args *args)
 		_exit(1);
 	if (worker_start_app(args, &w) == -1)
 		goto done;
-	if (args->cfg->worker_seccomp && sandbox_filter(args->master) == -1)
+	if (args->cfg->worker_seccomp && sandbox_filter() == -1)
 		goto done;
 	w.listen_fd = args->listen_fd;
 	w.wake_fd = args->wake_fd;
