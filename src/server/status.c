@@ -447,26 +447,6 @@ item_name(const struct status_item *it, const char *key, char space,
 	return out;
 }
 
-/* A JSON string: the text is esc_text()'s, valid UTF-8 without control
- * characters, so quotes and backslashes are all that is left. */
-static void
-json_string(struct buf *o, const char *s)
-{
-	size_t n;
-
-	buf_add(o, "\"", 1);
-	while (*s != '\0') {
-		n = strcspn(s, "\"\\");
-		buf_add(o, s, n);
-		s += n;
-		if (*s == '\0')
-			break;
-		buf_add(o, "\\", 1);
-		buf_add(o, s++, 1);
-	}
-	buf_add(o, "\"", 1);
-}
-
 /*
  * XML and HTML text: the five markup characters as entities, and
  * U+FFFE and U+FFFF, which esc_text() lets through as valid UTF-8 but no
@@ -535,11 +515,11 @@ json_record(struct buf *o, const struct status_view *v,
 		it = &r->item[i];
 		if (i > 0)
 			buf_add(o, ",", 1);
-		json_string(o, item_name(it, it->key, ' ', name,
-		    sizeof(name)));
+		item_name(it, it->key, ' ', name, sizeof(name));
+		buf_json_string(o, name, strlen(name));
 		buf_add(o, ":", 1);
 		if (it->type == STATUS_STR)
-			json_string(o, it->str);
+			buf_json_string(o, it->str, strlen(it->str));
 		else
 			buf_str(o, item_value(v, it, 0, val, sizeof(val)));
 	}
