@@ -17,17 +17,9 @@
 
 #include "util/esc.h"
 #include "server/scoreboard.h"
+#include "server/statusfmt.h"
 
 #define STATUS_MAX_REPLY	(512 * 1024)	/* rendered page limit */
-
-/* The formats, as PHP-FPM picks them from the query (status_parse_query). */
-enum status_format {
-	STATUS_TEXT = 0,
-	STATUS_JSON,
-	STATUS_OPENMETRICS,
-	STATUS_XML,
-	STATUS_HTML,
-};
 
 /* A worker's memory, read by the master from /proc (-1 unknown). */
 struct status_mem {
