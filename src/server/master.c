@@ -6,7 +6,14 @@
  * pool never shrinks and no queued connection is dropped. What to start,
  * whom to retire, how long to back off and when the pool is ready are
  * pool.c's decisions over a snapshot of the scoreboard; this file forks,
- * signals, reaps, logs and talks to systemd.
+ * signals and reaps as they say, and health.c tells systemd and the log
+ * how the pool is. Which configuration a generation runs is a setup
+ * (setup.h), loaded whole before a reload touches anything.
+ *
+ * Signals to the master are PHP-FPM's: SIGTERM and SIGQUIT stop
+ * gracefully, SIGINT fast, SIGHUP and SIGUSR2 reload, SIGUSR1 reopens
+ * the logs. The master sends its workers SIGUSR2 too, where it means
+ * something else: look at the listen socket again (master_poke_idle).
  */
 #include "server/master.h"
 
@@ -23,8 +30,7 @@
 #include <unistd.h>
 
 #include "server/admin.h"
-#include "util/clock.h"
-#include "util/log.h"
+#include "server/health.h"
 #include "server/nofile.h"
 #include "server/notify.h"
 #include "server/pool.h"
@@ -33,14 +39,12 @@
 #include "server/status.h"
 #include "server/statuspage.h"
 #include "server/worker.h"
+#include "util/clock.h"
+#include "util/log.h"
 
 #define MASTER_SLOTS	(2 * CONFIG_MAX_CHILDREN)	/* room for reloads */
 #define MASTER_TICK_MS	200	/* loop period while anything is pending */
 #define MASTER_IDLE_MS	1000	/* loop period otherwise */
-#define MASTER_STATUS_US (5 * 1000000)	/* STATUS= line period */
-#define MASTER_STATUS_LEN 1024	/* a STATUS= message */
-#define MASTER_DB_REASON_US (1 * 1000000) /* wait for a worker's reason */
-#define MASTER_CAUSE_LEN 96	/* how a worker ended, for STATUS= */
 
 enum master_stop {
 	MASTER_RUNNING = 0,
@@ -65,26 +69,8 @@ struct master {
 	enum master_stop	 stop;
 	int64_t			 stop_deadline_us;
 	int			 killed;	/* SIGKILL sent at deadline */
-	int64_t			 next_status_us;
-	int64_t			 next_watchdog_us;
-	int64_t			 last_status_us;	/* for req/s in STATUS= */
-	uint64_t		 last_accepted;
-	char			 refused[CONFIG_ERR_LEN];	/* why the last
-						   reload was refused, "" once
-						   one succeeds (STATUS=) */
-	unsigned		 db_live, db_without;	/* serving workers, and
-						   those without a database
-						   (master_db_state) */
-	int			 db_said;	/* db_without > 0 in the last
-						   STATUS= */
-	char			 cause[MASTER_CAUSE_LEN];	/* the last
-						   quick death's (STATUS=) */
-	int			 failing_said;	/* pool_failing() in the
-						   last STATUS= */
-	int			 db_down;	/* "unavailable" logged */
-	int64_t			 db_lost_us;	/* first seen lost */
-	int64_t			 db_back_us;	/* last "database back" */
-	uint64_t		 db_503_base;	/* 503s before the loss */
+	struct health		 health;	/* what systemd and the log
+						   were told */
 	/* Failures the loop meets at every pass while they last: one line
 	 * per LOG_FLOOD_INTERVAL_US each. */
 	struct log_flood	 flood_poll, flood_fork, flood_kick;
@@ -92,7 +78,8 @@ struct master {
 	int			 kicked;	/* a worker wrote the eventfd */
 };
 
-static volatile sig_atomic_t sig_chld, sig_term, sig_int, sig_hup,
+/* What the signals that came ask for, until the loop acts on them. */
+static volatile sig_atomic_t sig_chld, sig_term, sig_int, sig_reload,
     sig_usr1;
 
 static void
@@ -102,7 +89,7 @@ master_on_signal(int sig)
 	case SIGCHLD: sig_chld = 1; break;
 	case SIGTERM: case SIGQUIT: sig_term = 1; break;
 	case SIGINT: sig_int = 1; break;
-	case SIGHUP: case SIGUSR2: sig_hup = 1; break;
+	case SIGHUP: case SIGUSR2: sig_reload = 1; break;
 	case SIGUSR1: sig_usr1 = 1; break;
 	}
 }
@@ -223,7 +210,7 @@ master_cause(int status, char *buf, size_t len)
 static void
 master_note_death(struct master *m, struct sb_slot *slot, int status)
 {
-	char cause[MASTER_CAUSE_LEN];
+	char cause[HEALTH_CAUSE_LEN];
 	struct pool_death d;
 	struct pool_slot ps;
 	struct sb_view v;
@@ -249,13 +236,15 @@ master_note_death(struct master *m, struct sb_slot *slot, int status)
 	if (d.delay_ms > 0) {
 		log_warn("worker died %lld ms after start; next start in %d ms",
 		    (long long)d.lived_ms, d.delay_ms);
-		snprintf(m->cause, sizeof(m->cause), "%s %lld ms after start",
-		    cause, (long long)d.lived_ms);
+		health_died_young(&m->health, cause, d.lived_ms);
 	}
 }
 
-/* A worker that exits may have taken a connection's wake-up with it:
- * make the idle ones look at the listen socket again (worker.c). */
+/*
+ * A worker that exits may have taken a connection's wake-up with it:
+ * make the idle ones look at the listen socket again. SIGUSR2 means that
+ * to a worker (worker.c), not a reload: a worker reloads nothing.
+ */
 static void
 master_poke_idle(struct master *m)
 {
@@ -366,13 +355,13 @@ static void
 master_refuse(struct master *m, const char *why)
 {
 	log_err("reload refused, pool unchanged: %s", why);
-	snprintf(m->refused, sizeof(m->refused), "%s", why);
-	m->next_status_us = 0;		/* say it now */
+	health_reload(&m->health, why);
 }
 
 /*
- * SIGHUP / SIGUSR2: load and check the new configuration and keys first;
- * if anything is wrong the running pool is left alone.
+ * SIGHUP / SIGUSR2: the next setup is loaded and checked whole first (its
+ * configuration, what its application loads: the events API's keys); if
+ * anything is wrong the running pool is left alone.
  */
 static void
 master_reload(struct master *m)
@@ -393,7 +382,7 @@ master_reload(struct master *m)
 		setup_free(&next);
 		return;
 	}
-	m->refused[0] = '\0';
+	health_reload(&m->health, NULL);
 	cfg = next.cfg;
 	if (strcmp(cfg->listen, m->setup.cfg->listen) != 0 ||
 	    strcmp(cfg->status_listen, m->setup.cfg->status_listen) != 0)
@@ -495,10 +484,9 @@ master_timeouts(struct master *m, int64_t now)
  * every status request, and published with the pool's generation for
  * the page a worker serves on the pool socket (scoreboard_sample), which
  * shows the last sample, as PHP-FPM's workers do. Its peak is the most
- * any sample saw; the busy
- * workers' peak and max_children_reached need no sampling: the workers
- * count them as they happen (scoreboard.h, PEAKS). Sets *queued and
- * *limit (0 when the socket cannot tell).
+ * any sample saw; the busy workers' peak and max_children_reached need
+ * no sampling: the workers count them as they happen (scoreboard.h,
+ * PEAKS). Sets *queued and *limit (0 when the socket cannot tell).
  */
 static void
 master_sample(struct master *m, unsigned *queued, unsigned *limit)
@@ -510,152 +498,10 @@ master_sample(struct master *m, unsigned *queued, unsigned *limit)
 	scoreboard_sample(m->sb, m->pool.generation, *queued, *limit);
 }
 
-/*
- * What STATUS= leads with: a refused reload, a crash loop and its last
- * cause, the database's absence.
- */
-static void
-master_status_note(const struct master *m, int failing, char *buf,
-    size_t len)
-{
-	size_t n = 0;
-
-	buf[0] = '\0';
-	if (m->refused[0] != '\0')
-		n = (size_t)snprintf(buf, len, "Reload refused: %s; ",
-		    m->refused);
-	if (failing && n < len)
-		n += (size_t)snprintf(buf + n, len - n, "Workers failing: %u "
-		    "died young in a row, the last %s; restarting with "
-		    "backoff; ", m->pool.quick_deaths, m->cause);
-	if (m->db_without > 0 && n < len)
-		snprintf(buf + n, len - n, "Database unavailable: %u of %u "
-		    "workers without a connection (answering 503); ",
-		    m->db_without, m->db_live);
-}
-
-/*
- * STATUS= every MASTER_STATUS_US, and at once when the database comes or
- * goes, a crash loop begins or ends, or a reload is refused
- * (next_status_us set to 0). Reads the snapshot master_maintain() took.
- */
-static void
-master_status_line(struct master *m)
-{
-	int64_t now = clock_now_us();
-	int failing = pool_failing(&m->pool, m->snap, m->sb->nslots);
-	char msg[MASTER_STATUS_LEN], note[MASTER_STATUS_LEN / 2];
-	struct sb_census c;
-	struct sb_totals t;
-	double secs;
-	uint64_t acc;
-
-	if ((m->db_without > 0) != m->db_said || failing != m->failing_said)
-		m->next_status_us = 0;
-	if (now < m->next_status_us)
-		return;
-	scoreboard_census(m->sb, &c);
-	scoreboard_totals(m->sb, &t);
-	acc = t.accepted;
-	secs = m->last_status_us ? (double)(now - m->last_status_us) / 1e6 : 0;
-	master_status_note(m, failing, note, sizeof(note));
-	snprintf(msg, sizeof(msg), "STATUS=%sProcesses active: %u, idle: %u, "
-	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", note, c.busy,
-	    c.idle, (unsigned long long)acc,
-	    (unsigned long long)t.slow,
-	    secs > 0 ? (double)(acc - m->last_accepted) / secs : 0.0);
-	notify_send(msg);
-	m->db_said = m->db_without > 0;
-	m->failing_said = failing;
-	m->last_accepted = acc;
-	m->last_status_us = now;
-	m->next_status_us = now + MASTER_STATUS_US;
-}
-
-/*
- * READY=1 once the pool serves (pool.c: the database is not waited for),
- * followed at once by the STATUS= line, so that systemd never shows a
- * ready unit without saying the database is missing.
- */
-static void
-master_ready(struct master *m)
-{
-	if (!pool_ready(&m->pool, m->snap, m->sb->nslots))
-		return;
-	notify_send("READY=1");
-	m->next_status_us = 0;
-	log_notice("pool ready: generation %u, %d workers%s",
-	    m->pool.generation, m->setup.cfg->max_children, m->db_without > 0 ?
-	    ", database unavailable" : "");
-}
-
-/*
- * The pool's view of the database, from the workers' slots (each worker
- * logs its own changes, db.c): one line when the first worker loses it,
- * with the reason a worker without it gave for its latest 503 since the
- * last return, or after MASTER_DB_REASON_US without one the count; one
- * line when every worker has it back, with the time since the loss was
- * seen and the 503s answered since the last tick without one.
- */
-static void
-master_db_state(struct master *m)
-{
-	char reason[SCOREBOARD_DB_ERROR_LEN + 64];
-	struct sb_db_error why, e;
-	int64_t now = clock_now_us();
-	unsigned i, live = 0, down = 0;
-	struct sb_totals t;
-	struct sb_view v;
-
-	why.at_us = 0;
-	SCOREBOARD_FOREACH_LIVE(m->sb, i) {
-		(void)scoreboard_read(&m->sb->slots[i], &v);
-		if (v.phase == SB_STARTING || v.phase == SB_EXITING)
-			continue;
-		live++;
-		if (v.db_ok)
-			continue;
-		down++;
-		/* A torn copy (its writer stopped) is not a reason. */
-		if (scoreboard_read_db_error(&m->sb->slots[i], &e) == 0 &&
-		    e.at_us > m->db_back_us && e.at_us > why.at_us)
-			why = e;
-	}
-	scoreboard_totals(m->sb, &t);
-	m->db_live = live;
-	m->db_without = down;
-	if (!m->db_down && down == 0) {
-		m->db_lost_us = 0;
-		m->db_503_base = t.unavailable;
-		return;
-	}
-	if (!m->db_down) {
-		if (m->db_lost_us == 0)
-			m->db_lost_us = now;
-		if (why.at_us == 0 && now - m->db_lost_us < MASTER_DB_REASON_US)
-			return;
-		if (why.at_us != 0)
-			snprintf(reason, sizeof(reason), "%s", why.text);
-		else
-			snprintf(reason, sizeof(reason), "%u of %u workers "
-			    "without a connection", down, live);
-		log_warn("database unavailable: %s", reason);
-		m->db_down = 1;
-		return;
-	}
-	if (down > 0 || live == 0)
-		return;
-	log_notice("database back after %.1f s, %llu requests answered 503",
-	    (double)(now - m->db_lost_us) / 1e6, (unsigned long long)
-	    (t.unavailable - m->db_503_base));
-	m->db_down = 0;
-	m->db_back_us = now;
-}
-
 static void
 master_maintain(struct master *m)
 {
-	int64_t now = clock_now_us(), wd = notify_watchdog_us();
+	int64_t now = clock_now_us();
 	unsigned n, spawned = 0, queued, limit;
 
 	master_snapshot(m);
@@ -668,20 +514,14 @@ master_maintain(struct master *m)
 	master_retire(m, now);
 	master_timeouts(m, now);
 	master_sample(m, &queued, &limit);
-	master_db_state(m);
-	master_ready(m);
-	master_status_line(m);
-	if (wd > 0 && now >= m->next_watchdog_us) {
-		notify_send("WATCHDOG=1");
-		m->next_watchdog_us = now + wd / 2;
-	}
+	health_tick(&m->health, &m->pool, m->snap, m->sb);
 }
 
 /* Acts on the signals that came; returns 1 if any did. */
 static int
 master_handle_flags(struct master *m)
 {
-	int any = sig_chld || sig_int || sig_term || sig_usr1 || sig_hup;
+	int any = sig_chld || sig_int || sig_term || sig_usr1 || sig_reload;
 
 	if (sig_chld) {
 		sig_chld = 0;
@@ -702,8 +542,8 @@ master_handle_flags(struct master *m)
 			    strerror(errno));
 		master_signal_all(m, SIGUSR1);	/* workers' access logs */
 	}
-	if (sig_hup) {
-		sig_hup = 0;
+	if (sig_reload) {
+		sig_reload = 0;
 		if (m->stop == MASTER_RUNNING)
 			master_reload(m);
 	}
@@ -732,13 +572,8 @@ master_fill_status(struct status_view *v, void *arg)
 	    m->pool.generation, queued, limit);
 }
 
-/*
- * Waits for a signal, the status socket or a worker's kick: a worker
- * that is ready, or wants to be recycled, writes to the eventfd (a
- * signal would not do: a worker that gave up root may not signal its
- * root master), and the loop looks at the scoreboard at once.
- */
-/* The eventfd workers write to when they are ready or want out. */
+/* The eventfd workers write to when they are ready or want out: the
+ * next pass comes at once (master_tick). */
 static void
 master_read_kicks(struct master *m)
 {
@@ -778,6 +613,12 @@ master_wait_ms(const struct master *m)
 	return left <= 0 ? 0 : (int)((left + 999) / 1000);
 }
 
+/*
+ * Waits for a signal, the status socket or a worker's kick: a worker
+ * that is ready, or wants to be recycled, writes to the eventfd (a
+ * signal would not do: a worker that gave up root may not signal its
+ * root master), and the loop looks at the scoreboard at once.
+ */
 static void
 master_wait(struct master *m, const sigset_t *waitmask)
 {
