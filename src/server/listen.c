@@ -6,9 +6,10 @@
  * Both are non-blocking: workers inherit the pool socket, wait for it in
  * epoll (EPOLLEXCLUSIVE) and accept (listen_accept(), also the master's
  * for the status socket) without blocking, so one that loses the race
- * gets EAGAIN; listen.allowed_clients is enforced there. Also reads a
- * socket's accept queue for the status page, and removes what it
- * created.
+ * gets EAGAIN; listen.allowed_clients is enforced there. Also what a
+ * socket needs before anything connects (its owners, its address
+ * resolved, the pool socket's receive buffer), its accept queue for the
+ * status page, and the removal of what it created.
  */
 #include "server/listen.h"
 

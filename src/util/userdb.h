@@ -1,8 +1,7 @@
 /*
  * userdb.h: users and groups by name or decimal id, from the system's
  * user database (getpwnam(3), getgrnam(3): NSS, so /etc/passwd or a
- * directory service). Any process that needs an id for a name: the
- * master for the workers' user and the sockets' owners.
+ * directory service): the workers' user and group, the sockets' owners.
  */
 #ifndef CFPM_USERDB_H
 #define CFPM_USERDB_H
