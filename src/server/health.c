@@ -29,6 +29,36 @@ health_died_young(struct health *h, const char *cause, int64_t lived_ms)
 }
 
 /*
+ * Counts into h the serving workers and those without a database, and
+ * fills why with the latest reason one of those gave for a 503 since
+ * the database was last back (at_us 0: none).
+ */
+static void
+health_db_read(struct health *h, const struct scoreboard *sb,
+    struct sb_db_error *why)
+{
+	struct sb_db_error e;
+	struct sb_view v;
+	unsigned i;
+
+	h->db_live = h->db_without = 0;
+	why->at_us = 0;
+	SCOREBOARD_FOREACH_LIVE(sb, i) {
+		(void)scoreboard_read(&sb->slots[i], &v);
+		if (v.phase == SB_STARTING || v.phase == SB_EXITING)
+			continue;
+		h->db_live++;
+		if (v.db_ok)
+			continue;
+		h->db_without++;
+		/* A torn copy (its writer stopped) is not a reason. */
+		if (scoreboard_read_db_error(&sb->slots[i], &e) == 0 &&
+		    e.at_us > h->db_back_us && e.at_us > why->at_us)
+			*why = e;
+	}
+}
+
+/*
  * The pool's view of the database, from the workers' slots (each worker
  * logs its own changes, db.c): one line when the first worker loses it,
  * with the reason a worker without it gave for its latest 503 since the
@@ -40,30 +70,13 @@ static void
 health_db(struct health *h, const struct scoreboard *sb)
 {
 	char reason[SCOREBOARD_DB_ERROR_LEN + 64];
-	struct sb_db_error why, e;
 	int64_t now = clock_now_us();
-	unsigned i, live = 0, down = 0;
+	struct sb_db_error why;
 	struct sb_totals t;
-	struct sb_view v;
 
-	why.at_us = 0;
-	SCOREBOARD_FOREACH_LIVE(sb, i) {
-		(void)scoreboard_read(&sb->slots[i], &v);
-		if (v.phase == SB_STARTING || v.phase == SB_EXITING)
-			continue;
-		live++;
-		if (v.db_ok)
-			continue;
-		down++;
-		/* A torn copy (its writer stopped) is not a reason. */
-		if (scoreboard_read_db_error(&sb->slots[i], &e) == 0 &&
-		    e.at_us > h->db_back_us && e.at_us > why.at_us)
-			why = e;
-	}
+	health_db_read(h, sb, &why);
 	scoreboard_totals(sb, &t);
-	h->db_live = live;
-	h->db_without = down;
-	if (!h->db_down && down == 0) {
+	if (!h->db_down && h->db_without == 0) {
 		h->db_lost_us = 0;
 		h->db_503_base = t.unavailable;
 		return;
@@ -77,12 +90,12 @@ health_db(struct health *h, const struct scoreboard *sb)
 			snprintf(reason, sizeof(reason), "%s", why.text);
 		else
 			snprintf(reason, sizeof(reason), "%u of %u workers "
-			    "without a connection", down, live);
+			    "without a connection", h->db_without, h->db_live);
 		log_warn("database unavailable: %s", reason);
 		h->db_down = 1;
 		return;
 	}
-	if (down > 0 || live == 0)
+	if (h->db_without > 0 || h->db_live == 0)
 		return;
 	log_notice("database back after %.1f s, %llu requests answered 503",
 	    (double)(now - h->db_lost_us) / 1e6, (unsigned long long)
