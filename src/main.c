@@ -18,6 +18,7 @@
 #include "server/master.h"
 #include "server/preflight.h"
 #include "server/sandbox.h"
+#include "server/setup.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -95,27 +96,29 @@ main_privileges_notice(const struct config *cfg,
 		    "system-call filter");
 }
 
-int
-main(int argc, char *argv[])
-{
-	static struct config cfg;	/* large: keep it off the stack */
-	const char *path = CFPM_DEFAULT_CONFIG;
-	char err[CONFIG_ERR_LEN];
-	struct listen_spec spec;
-	struct listen_sock ls, status_ls;
-	struct sandbox_ids ids;
-	const struct app *app;
-	void *shared = NULL;
-	int ch, test = 0, children = 0;
+/* What the command line asks for (main_parse_args). */
+struct main_args {
+	const char	*path;		/* -c */
+	int		 children;	/* -n, 0: none */
+	int		 test;		/* -t */
+};
 
-	/* Nothing the starter left open reaches a worker (listen.h). */
-	listen_close_inherited();
+/*
+ * Parses argv into a. Returns -1 to go on, or the exit status when the
+ * command line is all there is to do (-h, -v, a usage error).
+ */
+static int
+main_parse_args(int argc, char *argv[], struct main_args *a)
+{
+	int ch;
+
+	*a = (struct main_args){ .path = CFPM_DEFAULT_CONFIG };
 	while ((ch = getopt_long(argc, argv, "c:n:tRhv", main_options,
 	    NULL)) != -1) {
 		switch (ch) {
-		case 'c': path = optarg; break;
-		case 'n': children = main_parse_children(optarg); break;
-		case 't': test = 1; break;
+		case 'c': a->path = optarg; break;
+		case 'n': a->children = main_parse_children(optarg); break;
+		case 't': a->test = 1; break;
 		case 'R': sandbox_allow_root(1); break;
 		case 'v': printf("cfpm %s\n", PACKAGE_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
@@ -126,40 +129,75 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return 2;
 	}
-	/* master_load_config refuses a bad user; resolved again for ids.
-	 * Only -t checks where the sockets go: at start they may come from
+	return -1;
+}
+
+/*
+ * The pool socket (systemd's, else bound from cfg) into ls, and the
+ * status socket systemd passed, if any, into status_ls. Returns 0, or
+ * -1 (logged).
+ */
+static int
+main_sockets(const struct config *cfg, struct listen_sock *ls,
+    struct listen_sock *status_ls)
+{
+	struct listen_spec spec;
+
+	listen_spec_pool(cfg, &spec);
+	if (listen_from_systemd(ls, status_ls) == -1 ||
+	    (ls->fd == -1 && listen_bind(ls, &spec) == -1))
+		return -1;
+	/* The configuration decides whether there is a status page;
+	 * systemd only where its socket comes from. */
+	if (status_ls->fd != -1 && cfg->status_listen[0] == '\0') {
+		log_warn("systemd passed a status socket but pm.status_listen "
+		    "is not set: closing it");
+		listen_close(status_ls);
+	}
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct listen_sock ls, status_ls;
+	char err[CONFIG_ERR_LEN];
+	const struct config *cfg;
+	struct main_args a;
+	struct setup setup;
+	int rc;
+
+	/* Nothing the starter left open reaches a worker (listen.h). */
+	listen_close_inherited();
+	if ((rc = main_parse_args(argc, argv, &a)) != -1)
+		return rc;
+	/* Only -t checks where the sockets go: at start they may come from
 	 * systemd, and a bind that fails says why itself. */
-	if (master_load_config(&cfg, main_apps, &app, test ? NULL : &shared,
-	    path, children, err, sizeof(err)) == -1 ||
-	    sandbox_resolve(&cfg, path, &ids, err, sizeof(err)) == -1 ||
-	    (test && preflight_sockets(&cfg, path, err, sizeof(err)) == -1)) {
+	if (setup_load(&setup, main_apps, a.path, a.children, a.test, err,
+	    sizeof(err)) == -1 || (a.test && preflight_sockets(setup.cfg,
+	    a.path, err, sizeof(err)) == -1)) {
 		log_command(CONFIG_LOG_ERROR, "%s", err);
+		setup_free(&setup);
 		return 1;
 	}
-	if (test) {
-		main_privileges_notice(&cfg, &ids);
-		printf("cfpm: %s: configuration OK\n", path);
+	cfg = setup.cfg;
+	if (a.test) {
+		main_privileges_notice(cfg, &setup.ids);
+		printf("cfpm: %s: configuration OK\n", a.path);
+		setup_free(&setup);
 		return 0;
 	}
 	/* Log files root creates belong to the workers, who reopen them. */
-	if (ids.drop)
-		log_set_file_owner(ids.uid, ids.gid);
-	log_set_syslog(cfg.syslog_ident, cfg.syslog_facility);
-	if (log_open(cfg.log_level, cfg.error_log) == -1)
-		fatal("error_log %s: %s", cfg.error_log, strerror(errno));
-	main_privileges_notice(&cfg, &ids);
-	listen_spec_pool(&cfg, &spec);
-	if (listen_from_systemd(&ls, &status_ls) == -1)
+	if (setup.ids.drop)
+		log_set_file_owner(setup.ids.uid, setup.ids.gid);
+	log_set_syslog(cfg->syslog_ident, cfg->syslog_facility);
+	if (log_open(cfg->log_level, cfg->error_log) == -1)
+		fatal("error_log %s: %s", cfg->error_log, strerror(errno));
+	main_privileges_notice(cfg, &setup.ids);
+	if (main_sockets(cfg, &ls, &status_ls) == -1) {
+		setup_free(&setup);
 		return 1;
-	if (ls.fd == -1 && listen_bind(&ls, &spec) == -1)
-		return 1;
-	/* The configuration decides whether there is a status page;
-	 * systemd only where its socket comes from. */
-	if (status_ls.fd != -1 && cfg.status_listen[0] == '\0') {
-		log_warn("systemd passed a status socket but pm.status_listen "
-		    "is not set: closing it");
-		listen_close(&status_ls);
 	}
-	return master_run(&cfg, main_apps, app, shared, path, children, &ls,
+	return master_run(&setup, main_apps, a.path, a.children, &ls,
 	    &status_ls);
 }

@@ -208,7 +208,7 @@ api_parse_id(const char *s, size_t len, int64_t *id)
 /*
  * GET /events/{id} must return every row POST /events accepted, whole:
  * the payload (jsonbody.c bounds its jsonb output), the kind (from the
- * body; render_json_string() makes at most 6 bytes of a character the body
+ * body; buf_json_string() makes at most 6 bytes of a character the body
  * spelled in 2 or more, "\n" -> "\u000a"), the subject (the token's sub,
  * 6 bytes per byte at most) and the fixed text around them.
  */

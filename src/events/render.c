@@ -9,35 +9,6 @@
 #define RENDER_US_PER_S	1000000
 
 void
-render_json_string(struct buf *b, const char *s, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	char esc[6] = { '\\', 'u', '0', '0', 0, 0 };
-	size_t i, run = 0;
-	unsigned char c;
-
-	buf_add(b, "\"", 1);
-	for (i = 0; i < n; i++) {
-		c = (unsigned char)s[i];
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		buf_add(b, s + run, i - run);
-		run = i + 1;
-		if (c == '"' || c == '\\') {
-			esc[1] = (char)c;
-			buf_add(b, esc, 2);
-			esc[1] = 'u';
-		} else {
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			buf_add(b, esc, 6);
-		}
-	}
-	buf_add(b, s + run, n - run);
-	buf_add(b, "\"", 1);
-}
-
-void
 render_timestamp(struct buf *b, int64_t us)
 {
 	int64_t secs = us / RENDER_US_PER_S, frac = us % RENDER_US_PER_S;
@@ -62,9 +33,9 @@ void
 render_event(struct buf *b, const struct store_event *ev)
 {
 	buf_printf(b, "{\"id\":%lld,\"subject\":", (long long)ev->id);
-	render_json_string(b, ev->subject, ev->subject_len);
+	buf_json_string(b, ev->subject, ev->subject_len);
 	buf_str(b, ",\"kind\":");
-	render_json_string(b, ev->kind, ev->kind_len);
+	buf_json_string(b, ev->kind, ev->kind_len);
 	/* payload is jsonb output: already valid JSON, embedded verbatim. */
 	buf_str(b, ",\"payload\":");
 	buf_add(b, ev->payload, ev->payload_len);
@@ -77,8 +48,8 @@ void
 render_claims(struct buf *b, const char *sub, const char *scope)
 {
 	buf_str(b, "{\"sub\":");
-	render_json_string(b, sub, strlen(sub));
+	buf_json_string(b, sub, strlen(sub));
 	buf_str(b, ",\"scope\":");
-	render_json_string(b, scope, strlen(scope));
+	buf_json_string(b, scope, strlen(scope));
 	buf_str(b, "}");
 }

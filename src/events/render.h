@@ -1,7 +1,8 @@
 /*
- * render.h: the events API's JSON replies (PURE, worker): strings,
- * timestamps and a stored event written into a bounded buffer (buf.h).
- * Nothing here allocates; an overflow is reported by the buffer.
+ * render.h: the events API's JSON replies (PURE, worker): timestamps, a
+ * stored event and the token's claims written into a bounded buffer
+ * (buf.h, whose buf_json_string() writes their strings). Nothing here
+ * allocates; an overflow is reported by the buffer.
  */
 #ifndef CFPM_RENDER_H
 #define CFPM_RENDER_H
@@ -11,13 +12,6 @@
 
 #include "events/store.h"
 #include "util/buf.h"
-
-/*
- * Appends a JSON string literal of the n bytes at s (UTF-8, no NUL):
- * '"' and '\\' escaped, control characters as \u00XX. At most 6 bytes
- * out per byte in, plus the quotes.
- */
-void render_json_string(struct buf *b, const char *s, size_t n);
 
 /* Appends "YYYY-MM-DDTHH:MM:SS.ffffffZ" for us since the Unix epoch
  * (UTC); sets overflow if the time cannot be represented. */

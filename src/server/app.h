@@ -1,8 +1,8 @@
 /*
  * app.h: the interface between the server and the application it runs.
  * The server (master, workers, FastCGI, the database connection) knows
- * no application: main.c picks one of these tables and hands it to
- * master_run(). The application sees the server only through this table,
+ * no application: main.c hands it a list of these tables, and the
+ * configuration's app = picks one (setup_load). The application sees the server only through this table,
  * the request view and reply path of http.h, and the database handle of
  * db.h.
  *

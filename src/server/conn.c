@@ -27,22 +27,6 @@ struct conn_reader {
 	const struct conn_policy *pol;
 };
 
-int
-conn_listen_prepare(int listen_fd)
-{
-	/* Linux doubles it and keeps half for its own accounting. */
-	int size = 2 * FCGI_MAX_REQUEST;
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-
-	if (getsockname(listen_fd, (struct sockaddr *)&ss, &len) == -1)
-		return -1;
-	if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)
-		return 0;
-	return setsockopt(listen_fd, SOL_SOCKET, SO_RCVBUF, &size,
-	    sizeof(size));
-}
-
 /* Waits until fd is ready for events or deadline_us: 1 ready, 0 not. */
 static int
 conn_poll(int fd, short events, int64_t deadline_us)

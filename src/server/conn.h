@@ -37,16 +37,6 @@ struct conn_policy {
 	unsigned	max_conns;		/* FCGI_MAX_CONNS we announce */
 };
 
-/*
- * Gives a TCP listen socket (the master's, before any accept) a receive
- * buffer that holds a whole FCGI_MAX_REQUEST, which accepted connections
- * inherit (Linux's default window holds about 85 KiB): nginx's one write
- * of a request then lands whole and one read takes it. Unix sockets are
- * left alone (the sender's buffer is what counts there). Returns 0, or -1
- * (errno) when the kernel refused.
- */
-int conn_listen_prepare(int listen_fd);
-
 enum conn_read {
 	CONN_READ_REQUEST = 0,	/* fr holds a request: serve it */
 	CONN_READ_CLOSED,	/* no request; the connection is closed */

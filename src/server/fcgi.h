@@ -30,7 +30,7 @@
  * A request is read whole before it is served (conn.h); these limits
  * bound what a worker holds for one, and stay within what the kernel
  * buffers for nginx's one write of it: a unix socket about 200 KiB, a TCP
- * socket what conn_listen_prepare() sets. nginx sends far less: its
+ * socket what listen_set_rcvbuf() sets. nginx sends far less: its
  * header buffers (32 KiB by default) and client_max_body_size (64k
  * shipped).
  */

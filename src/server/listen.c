@@ -6,9 +6,10 @@
  * Both are non-blocking: workers inherit the pool socket, wait for it in
  * epoll (EPOLLEXCLUSIVE) and accept (listen_accept(), also the master's
  * for the status socket) without blocking, so one that loses the race
- * gets EAGAIN; listen.allowed_clients is enforced there. Also reads a
- * socket's accept queue for the status page, and removes what it
- * created.
+ * gets EAGAIN; listen.allowed_clients is enforced there. Also what a
+ * socket needs before anything connects (its owners, its address
+ * resolved, the pool socket's receive buffer), its accept queue for the
+ * status page, and the removal of what it created.
  */
 #include "server/listen.h"
 
@@ -29,8 +30,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "server/fcgi.h"
 #include "util/log.h"
-#include "server/sandbox.h"
+#include "util/userdb.h"
 
 #define LISTEN_SD_FD	3	/* SD_LISTEN_FDS_START */
 #define LISTEN_MAX_FDS	16	/* more than anyone passes cfpm */
@@ -212,20 +214,35 @@ listen_unix_clear(const char *path)
 	return 0;
 }
 
+int
+listen_spec_owner(const struct listen_spec *spec, uid_t *uid, gid_t *gid,
+    char *why, size_t whylen)
+{
+	*uid = (uid_t)-1;
+	*gid = (gid_t)-1;
+	if (spec->owner[0] != '\0' && userdb_user(spec->owner, uid, NULL) ==
+	    -1) {
+		snprintf(why, whylen, "%s.owner: no such user \"%s\"",
+		    spec->key, spec->owner);
+		return -1;
+	}
+	if (spec->group[0] != '\0' && userdb_group(spec->group, gid) == -1) {
+		snprintf(why, whylen, "%s.group: no such group \"%s\"",
+		    spec->key, spec->group);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 listen_unix_perms(const struct listen_sock *ls, const struct listen_spec *spec)
 {
-	uid_t uid = (uid_t)-1;
-	gid_t gid = (gid_t)-1;
+	char why[CONFIG_ERR_LEN];
+	uid_t uid;
+	gid_t gid;
 
-	if (spec->owner[0] != '\0' &&
-	    sandbox_user_id(spec->owner, &uid, NULL) == -1) {
-		log_err("%s.owner: no user \"%s\"", spec->key, spec->owner);
-		return -1;
-	}
-	if (spec->group[0] != '\0' &&
-	    sandbox_group_id(spec->group, &gid) == -1) {
-		log_err("%s.group: no group \"%s\"", spec->key, spec->group);
+	if (listen_spec_owner(spec, &uid, &gid, why, sizeof(why)) == -1) {
+		log_err("%s", why);
 		return -1;
 	}
 	if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
@@ -281,25 +298,38 @@ listen_bind_unix(struct listen_sock *ls, const struct listen_spec *spec)
 	return listen_unix_perms(ls, spec);
 }
 
-static int
-listen_bind_inet(struct listen_sock *ls, const struct listen_spec *spec)
+int
+listen_resolve(const char *address, struct addrinfo **res, char *why,
+    size_t whylen)
 {
-	struct addrinfo hints, *res = NULL;
 	char host[CONFIG_MAX_VALUE], port[CONFIG_MAX_VALUE];
-	char why[CONFIG_ERR_LEN];
-	int on = 1, rc;
+	struct addrinfo hints;
+	int rc;
 
-	if (config_split_address(spec->address, host, sizeof(host), port,
-	    sizeof(port), why, sizeof(why)) == -1) {
-		log_err("%s: %s", spec->key, why);
+	*res = NULL;
+	if (config_split_address(address, host, sizeof(host), port,
+	    sizeof(port), why, whylen) == -1)
 		return -1;
-	}
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
-		log_err("%s: %s: %s", spec->key, spec->address,
-		    gai_strerror(rc));
+	if ((rc = getaddrinfo(host, port, &hints, res)) != 0) {
+		snprintf(why, whylen, "%s: %s", address, gai_strerror(rc));
+		*res = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+listen_bind_inet(struct listen_sock *ls, const struct listen_spec *spec)
+{
+	char why[CONFIG_ERR_LEN];
+	struct addrinfo *res;
+	int on = 1;
+
+	if (listen_resolve(spec->address, &res, why, sizeof(why)) == -1) {
+		log_err("%s: %s", spec->key, why);
 		return -1;
 	}
 	ls->family = res->ai_family;
@@ -356,6 +386,18 @@ listen_bind(struct listen_sock *ls, const struct listen_spec *spec)
 fail:
 	listen_close(ls);
 	return -1;
+}
+
+int
+listen_set_rcvbuf(const struct listen_sock *ls)
+{
+	/* Linux doubles it and keeps half for its own accounting. */
+	int size = 2 * FCGI_MAX_REQUEST;
+
+	if (ls->family != AF_INET && ls->family != AF_INET6)
+		return 0;
+	return setsockopt(ls->fd, SOL_SOCKET, SO_RCVBUF, &size,
+	    sizeof(size));
 }
 
 int

@@ -11,6 +11,7 @@
 #ifndef CFPM_LISTEN_H
 #define CFPM_LISTEN_H
 
+#include <netdb.h>
 #include <sys/types.h>
 #include <sys/un.h>
 
@@ -73,6 +74,25 @@ void listen_spec_pool(const struct config *cfg, struct listen_spec *spec);
 void listen_spec_status(const struct config *cfg, struct listen_spec *spec);
 
 /*
+ * The owner and group spec gives a unix socket, as ids: *uid and *gid,
+ * (uid_t)-1 and (gid_t)-1 for a name not set (left unchanged). Returns
+ * 0, or -1 with "KEY.owner: no such user \"NAME\"" (or the group's) in
+ * why (whylen bytes). listen_bind() asks at bind; preflight_config()
+ * before anything starts.
+ */
+int listen_spec_owner(const struct listen_spec *spec, uid_t *uid, gid_t *gid,
+    char *why, size_t whylen);
+
+/*
+ * Resolves a TCP address (host:port, [v6addr]:port or a port alone: every
+ * address) as listen_bind() binds it: a stream socket, a numeric port,
+ * passive. Returns 0 with the results in *res (freeaddrinfo() them), or
+ * -1 with the reason in why (whylen bytes) and *res NULL.
+ */
+int listen_resolve(const char *address, struct addrinfo **res, char *why,
+    size_t whylen);
+
+/*
  * Creates, binds and listens as spec says. A unix path that already
  * exists is replaced only if it is a socket nobody listens on (a stale
  * one from a crash); a live socket or any other file is an error. A unix
@@ -100,6 +120,16 @@ int listen_accept(int fd, const struct allow_list *allowed);
 int listen_accept_starved(int err);
 
 #define LISTEN_ACCEPT_PAUSE_MS	100
+
+/*
+ * Gives a TCP listen socket (the pool's, before any accept) a receive
+ * buffer that holds a whole FCGI_MAX_REQUEST, which accepted connections
+ * inherit (Linux's default window holds about 85 KiB): nginx's one write
+ * of a request then lands whole and one read takes it. Unix sockets are
+ * left alone (the sender's buffer is what counts there). Returns 0, or
+ * -1 (errno) when the kernel refused.
+ */
+int listen_set_rcvbuf(const struct listen_sock *ls);
 
 /* Closes the socket and removes the unix path if this process made it. */
 void listen_close(struct listen_sock *ls);

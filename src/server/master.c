@@ -6,7 +6,14 @@
  * pool never shrinks and no queued connection is dropped. What to start,
  * whom to retire, how long to back off and when the pool is ready are
  * pool.c's decisions over a snapshot of the scoreboard; this file forks,
- * signals, reaps, logs and talks to systemd.
+ * signals and reaps as they say, and health.c tells systemd and the log
+ * how the pool is. Which configuration a generation runs is a setup
+ * (setup.h), loaded whole before a reload touches anything.
+ *
+ * Signals to the master are PHP-FPM's: SIGTERM and SIGQUIT stop
+ * gracefully, SIGINT fast, SIGHUP and SIGUSR2 reload, SIGUSR1 reopens
+ * the logs. The master sends its workers SIGUSR2 too, where it means
+ * something else: look at the listen socket again (master_poke_idle).
  */
 #include "server/master.h"
 
@@ -23,27 +30,21 @@
 #include <unistd.h>
 
 #include "server/admin.h"
-#include "util/clock.h"
-#include "server/conn.h"
-#include "util/log.h"
+#include "server/health.h"
 #include "server/nofile.h"
 #include "server/notify.h"
 #include "server/pool.h"
-#include "server/preflight.h"
-#include "util/configfile.h"
-#include "server/sandbox.h"
 #include "server/scoreboard.h"
+#include "server/setup.h"
 #include "server/status.h"
 #include "server/statuspage.h"
 #include "server/worker.h"
+#include "util/clock.h"
+#include "util/log.h"
 
 #define MASTER_SLOTS	(2 * CONFIG_MAX_CHILDREN)	/* room for reloads */
 #define MASTER_TICK_MS	200	/* loop period while anything is pending */
 #define MASTER_IDLE_MS	1000	/* loop period otherwise */
-#define MASTER_STATUS_US (5 * 1000000)	/* STATUS= line period */
-#define MASTER_STATUS_LEN 1024	/* a STATUS= message */
-#define MASTER_DB_REASON_US (1 * 1000000) /* wait for a worker's reason */
-#define MASTER_CAUSE_LEN 96	/* how a worker ended, for STATUS= */
 
 enum master_stop {
 	MASTER_RUNNING = 0,
@@ -52,11 +53,9 @@ enum master_stop {
 };
 
 struct master {
-	struct config		*cfg;		/* current generation's */
+	struct setup		 setup;		/* the current generation's:
+						   a reload replaces it */
 	const struct app *const *apps;		/* what main.c offers */
-	const struct app	*app;
-	void			*shared;	/* app->load's, inherited by
-						   workers */
 	const char		*config_path;
 	int			 children;	/* -n override, 0 = none */
 	struct listen_sock	*ls;
@@ -70,26 +69,8 @@ struct master {
 	enum master_stop	 stop;
 	int64_t			 stop_deadline_us;
 	int			 killed;	/* SIGKILL sent at deadline */
-	int64_t			 next_status_us;
-	int64_t			 next_watchdog_us;
-	int64_t			 last_status_us;	/* for req/s in STATUS= */
-	uint64_t		 last_accepted;
-	char			 refused[CONFIG_ERR_LEN];	/* why the last
-						   reload was refused, "" once
-						   one succeeds (STATUS=) */
-	unsigned		 db_live, db_without;	/* serving workers, and
-						   those without a database
-						   (master_db_state) */
-	int			 db_said;	/* db_without > 0 in the last
-						   STATUS= */
-	char			 cause[MASTER_CAUSE_LEN];	/* the last
-						   quick death's (STATUS=) */
-	int			 failing_said;	/* pool_failing() in the
-						   last STATUS= */
-	int			 db_down;	/* "unavailable" logged */
-	int64_t			 db_lost_us;	/* first seen lost */
-	int64_t			 db_back_us;	/* last "database back" */
-	uint64_t		 db_503_base;	/* 503s before the loss */
+	struct health		 health;	/* what systemd and the log
+						   were told */
 	/* Failures the loop meets at every pass while they last: one line
 	 * per LOG_FLOOD_INTERVAL_US each. */
 	struct log_flood	 flood_poll, flood_fork, flood_kick;
@@ -97,7 +78,8 @@ struct master {
 	int			 kicked;	/* a worker wrote the eventfd */
 };
 
-static volatile sig_atomic_t sig_chld, sig_term, sig_int, sig_hup,
+/* What the signals that came ask for, until the loop acts on them. */
+static volatile sig_atomic_t sig_chld, sig_term, sig_int, sig_reload,
     sig_usr1;
 
 static void
@@ -107,7 +89,7 @@ master_on_signal(int sig)
 	case SIGCHLD: sig_chld = 1; break;
 	case SIGTERM: case SIGQUIT: sig_term = 1; break;
 	case SIGINT: sig_int = 1; break;
-	case SIGHUP: case SIGUSR2: sig_hup = 1; break;
+	case SIGHUP: case SIGUSR2: sig_reload = 1; break;
 	case SIGUSR1: sig_usr1 = 1; break;
 	}
 }
@@ -138,49 +120,6 @@ master_signals(sigset_t *waitmask)
 		sigdelset(waitmask, master_sigs[i]);
 }
 
-int
-master_load_config(struct config *cfg, const struct app *const *apps,
-    const struct app **app, void **shared, const char *path, int children,
-    char *err, size_t errlen)
-{
-	struct sandbox_ids ids;
-	const struct app *a;
-	void *trial;
-
-	config_defaults(cfg);
-	if (app_register(apps, cfg, err, errlen) == -1 ||
-	    configfile_load(cfg, path, NULL, err, errlen) == -1)
-		return -1;
-	if (children > 0)
-		cfg->max_children = children;
-	if (config_validate(cfg, path, err, errlen) == -1)
-		return -1;
-	/* The workers' user must exist and not be root: checked here so a
-	 * reload to a bad one is refused while the running pool serves. */
-	if (sandbox_resolve(cfg, path, &ids, err, errlen) == -1 ||
-	    preflight_config(cfg, &ids, path, err, errlen) == -1)
-		return -1;
-	/*
-	 * The application loads what its workers share here, once (the
-	 * events API's keys): a bad file fails now, not in every fork, and
-	 * workers inherit it parsed instead of each parsing it again.
-	 */
-	a = app_selected(cfg);
-	if (app_load(a, cfg, path, shared ? shared : &trial, err, errlen) == -1)
-		return -1;
-	if (shared == NULL)
-		app_unload(a, trial);
-	*app = a;
-	return 0;
-}
-
-static void
-master_unload(struct master *m)
-{
-	app_unload(m->app, m->shared);
-	m->shared = NULL;
-}
-
 /* The policy's view of every slot, read now (pool.h). */
 static void
 master_snapshot(struct master *m)
@@ -188,25 +127,21 @@ master_snapshot(struct master *m)
 	struct sb_view v;
 	unsigned i;
 
-	for (i = 0; i < m->sb->nslots; i++) {
-		memset(&m->snap[i], 0, sizeof(m->snap[i]));
-		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
-			continue;
+	memset(m->snap, 0, sizeof(m->snap[0]) * m->sb->nslots);
+	SCOREBOARD_FOREACH_LIVE(m->sb, i) {
 		(void)scoreboard_read(&m->sb->slots[i], &v);
 		pool_slot_from(&m->snap[i], &v);
 	}
 }
 
-/* Slots holding a process (the master's own part: no snapshot needed). */
+/* Slots holding a process. */
 static unsigned
 master_live(const struct master *m)
 {
-	unsigned i, n = 0;
+	struct sb_census c;
 
-	for (i = 0; i < m->sb->nslots; i++)
-		if (m->sb->slots[i].master.life != SB_LIFE_FREE)
-			n++;
-	return n;
+	scoreboard_census(m->sb, &c);
+	return c.live;
 }
 
 static int
@@ -226,9 +161,10 @@ master_spawn(struct master *m)
 	/* Before fork: the worker's part is the master's until then. */
 	scoreboard_claim(slot, m->pool.generation, clock_now_us(),
 	    (int64_t)time(NULL));
-	args.cfg = m->cfg;
-	args.app = m->app;
-	args.shared = m->shared;
+	args.cfg = m->setup.cfg;
+	args.app = m->setup.app;
+	args.shared = m->setup.shared;
+	args.ids = m->setup.ids;
 	args.listen_fd = m->ls->fd;
 	args.sb = m->sb;
 	args.slot = idx;
@@ -274,7 +210,7 @@ master_cause(int status, char *buf, size_t len)
 static void
 master_note_death(struct master *m, struct sb_slot *slot, int status)
 {
-	char cause[MASTER_CAUSE_LEN];
+	char cause[HEALTH_CAUSE_LEN];
 	struct pool_death d;
 	struct pool_slot ps;
 	struct sb_view v;
@@ -300,13 +236,15 @@ master_note_death(struct master *m, struct sb_slot *slot, int status)
 	if (d.delay_ms > 0) {
 		log_warn("worker died %lld ms after start; next start in %d ms",
 		    (long long)d.lived_ms, d.delay_ms);
-		snprintf(m->cause, sizeof(m->cause), "%s %lld ms after start",
-		    cause, (long long)d.lived_ms);
+		health_died_young(&m->health, cause, d.lived_ms);
 	}
 }
 
-/* A worker that exits may have taken a connection's wake-up with it:
- * make the idle ones look at the listen socket again (worker.c). */
+/*
+ * A worker that exits may have taken a connection's wake-up with it:
+ * make the idle ones look at the listen socket again. SIGUSR2 means that
+ * to a worker (worker.c), not a reload: a worker reloads nothing.
+ */
 static void
 master_poke_idle(struct master *m)
 {
@@ -314,10 +252,9 @@ master_poke_idle(struct master *m)
 	struct sb_view v;
 	unsigned i;
 
-	for (i = 0; i < m->sb->nslots; i++) {
+	SCOREBOARD_FOREACH_LIVE(m->sb, i) {
 		s = &m->sb->slots[i];
-		if (s->master.life == SB_LIFE_FREE ||
-		    s->master.life == SB_LIFE_RETIRING)
+		if (s->master.life == SB_LIFE_RETIRING)
 			continue;
 		(void)scoreboard_read(s, &v);
 		if (v.phase == SB_IDLE)
@@ -347,9 +284,8 @@ master_signal_all(struct master *m, int sig)
 {
 	unsigned i;
 
-	for (i = 0; i < m->sb->nslots; i++)
-		if (m->sb->slots[i].master.life != SB_LIFE_FREE &&
-		    m->sb->slots[i].master.pid > 0)
+	SCOREBOARD_FOREACH_LIVE(m->sb, i)
+		if (m->sb->slots[i].master.pid > 0)
 			kill(m->sb->slots[i].master.pid, sig);
 }
 
@@ -365,7 +301,7 @@ master_begin_stop(struct master *m, enum master_stop how)
 	notify_send("STOPPING=1");
 	if (how == MASTER_GRACEFUL) {
 		log_notice("graceful stop: finishing in-flight requests");
-		ms = (int64_t)m->cfg->process_control_timeout * 1000;
+		ms = (int64_t)m->setup.cfg->process_control_timeout * 1000;
 		master_signal_all(m, SIGTERM);
 	} else {
 		log_notice("fast stop");
@@ -419,60 +355,56 @@ static void
 master_refuse(struct master *m, const char *why)
 {
 	log_err("reload refused, pool unchanged: %s", why);
-	snprintf(m->refused, sizeof(m->refused), "%s", why);
-	m->next_status_us = 0;		/* say it now */
+	health_reload(&m->health, why);
 }
 
 /*
- * SIGHUP / SIGUSR2: load and check the new configuration and keys first;
- * if anything is wrong the running pool is left alone.
+ * SIGHUP / SIGUSR2: the next setup is loaded and checked whole first (its
+ * configuration, what its application loads: the events API's keys); if
+ * anything is wrong the running pool is left alone.
  */
 static void
 master_reload(struct master *m)
 {
 	char err[CONFIG_ERR_LEN];
-	struct config *next = malloc(sizeof(*next));
-	const struct app *app;
-	void *shared;
+	struct setup next;
+	struct config *cfg;
 
-	if (next == NULL || master_load_config(next, m->apps, &app, &shared,
-	    m->config_path, m->children, err, sizeof(err)) == -1) {
-		master_refuse(m, next ? err : "out of memory");
-		free(next);
-		return;
-	}
-	if (app != m->app) {
-		snprintf(err, sizeof(err), "app %s -> %s needs a restart",
-		    m->app->name, app->name);
+	if (setup_load(&next, m->apps, m->config_path, m->children, 0, err,
+	    sizeof(err)) == -1) {
 		master_refuse(m, err);
-		app_unload(app, shared);
-		free(next);
 		return;
 	}
-	m->refused[0] = '\0';
-	if (strcmp(next->listen, m->cfg->listen) != 0 ||
-	    strcmp(next->status_listen, m->cfg->status_listen) != 0)
+	if (next.app != m->setup.app) {
+		snprintf(err, sizeof(err), "app %s -> %s needs a restart",
+		    m->setup.app->name, next.app->name);
+		master_refuse(m, err);
+		setup_free(&next);
+		return;
+	}
+	health_reload(&m->health, NULL);
+	cfg = next.cfg;
+	if (strcmp(cfg->listen, m->setup.cfg->listen) != 0 ||
+	    strcmp(cfg->status_listen, m->setup.cfg->status_listen) != 0)
 		log_warn("reload: listen and pm.status_listen changes need "
 		    "a restart; keeping the current sockets");
 	notify_send("RELOADING=1");
-	log_set_syslog(next->syslog_ident, next->syslog_facility);
-	if (log_open(next->log_level, next->error_log) == -1)
-		log_err("reload: error_log %s: %s", next->error_log,
+	log_set_syslog(cfg->syslog_ident, cfg->syslog_facility);
+	if (log_open(cfg->log_level, cfg->error_log) == -1)
+		log_err("reload: error_log %s: %s", cfg->error_log,
 		    strerror(errno));
-	free(m->cfg);
-	m->cfg = next;
-	master_nofile(m->cfg);	/* before the new generation forks */
-	master_unload(m);	/* running workers keep their own copy */
-	m->shared = shared;
+	setup_free(&m->setup);	/* running workers keep their own copy */
+	m->setup = next;
+	master_nofile(cfg);	/* before the new generation forks */
 	master_snapshot(m);
 	scoreboard_add(&m->sb->totals.respawns[SB_REASON_RELOAD],
 	    pool_reload(&m->pool, m->snap, m->sb->nslots,
-	    (unsigned)next->max_children, next->process_control_timeout,
+	    (unsigned)cfg->max_children, cfg->process_control_timeout,
 	    clock_now_us()));
 	scoreboard_add(&m->sb->totals.reloads, 1);
-	scoreboard_set_max_children(m->sb, (unsigned)next->max_children);
+	scoreboard_set_max_children(m->sb, (unsigned)cfg->max_children);
 	log_notice("reload: generation %u, %d workers", m->pool.generation,
-	    next->max_children);
+	    cfg->max_children);
 }
 
 /* Retires workers replaced by a reload or a recycle once the current
@@ -512,12 +444,10 @@ master_timeouts(struct master *m, int64_t now)
 	uint64_t nr;
 	unsigned i;
 
-	slow = (int64_t)m->cfg->request_slowlog_timeout * 1000000;
-	term = (int64_t)m->cfg->request_terminate_timeout * 1000000;
-	for (i = 0; i < m->sb->nslots; i++) {
+	slow = (int64_t)m->setup.cfg->request_slowlog_timeout * 1000000;
+	term = (int64_t)m->setup.cfg->request_terminate_timeout * 1000000;
+	SCOREBOARD_FOREACH_LIVE(m->sb, i) {
 		s = &m->sb->slots[i];
-		if (s->master.life == SB_LIFE_FREE)
-			continue;
 		/* A torn record is used all the same: its worker is
 		 * stopped mid-update, and may be the one to kill. */
 		(void)scoreboard_read(s, &v);
@@ -549,31 +479,14 @@ master_timeouts(struct master *m, int64_t now)
 	}
 }
 
-static unsigned
-master_busy(const struct master *m)
-{
-	struct sb_view v;
-	unsigned i, n = 0;
-
-	for (i = 0; i < m->sb->nslots; i++) {
-		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
-			continue;
-		(void)scoreboard_read(&m->sb->slots[i], &v);
-		if (scoreboard_busy(&v))
-			n++;
-	}
-	return n;
-}
-
 /*
  * The listen queue, sampled as PHP-FPM samples it: on every tick and at
  * every status request, and published with the pool's generation for
  * the page a worker serves on the pool socket (scoreboard_sample), which
  * shows the last sample, as PHP-FPM's workers do. Its peak is the most
- * any sample saw; the busy
- * workers' peak and max_children_reached need no sampling: the workers
- * count them as they happen (scoreboard.h, PEAKS). Sets *queued and
- * *limit (0 when the socket cannot tell).
+ * any sample saw; the busy workers' peak and max_children_reached need
+ * no sampling: the workers count them as they happen (scoreboard.h,
+ * PEAKS). Sets *queued and *limit (0 when the socket cannot tell).
  */
 static void
 master_sample(struct master *m, unsigned *queued, unsigned *limit)
@@ -585,165 +498,10 @@ master_sample(struct master *m, unsigned *queued, unsigned *limit)
 	scoreboard_sample(m->sb, m->pool.generation, *queued, *limit);
 }
 
-/*
- * What STATUS= leads with: a refused reload, a crash loop and its last
- * cause, the database's absence.
- */
-static void
-master_status_note(const struct master *m, int failing, char *buf,
-    size_t len)
-{
-	size_t n = 0;
-
-	buf[0] = '\0';
-	if (m->refused[0] != '\0')
-		n = (size_t)snprintf(buf, len, "Reload refused: %s; ",
-		    m->refused);
-	if (failing && n < len)
-		n += (size_t)snprintf(buf + n, len - n, "Workers failing: %u "
-		    "died young in a row, the last %s; restarting with "
-		    "backoff; ", m->pool.quick_deaths, m->cause);
-	if (m->db_without > 0 && n < len)
-		snprintf(buf + n, len - n, "Database unavailable: %u of %u "
-		    "workers without a connection (answering 503); ",
-		    m->db_without, m->db_live);
-}
-
-/* Workers accepting and not in a request (starting ones are neither). */
-static unsigned
-master_idle(const struct master *m, unsigned busy)
-{
-	unsigned i, serving = 0;
-
-	for (i = 0; i < m->sb->nslots; i++)
-		if (m->snap[i].life != SB_LIFE_FREE && m->snap[i].serving)
-			serving++;
-	return serving > busy ? serving - busy : 0;
-}
-
-/*
- * STATUS= every MASTER_STATUS_US, and at once when the database comes or
- * goes, a crash loop begins or ends, or a reload is refused
- * (next_status_us set to 0). Reads the snapshot master_maintain() took.
- */
-static void
-master_status_line(struct master *m)
-{
-	int64_t now = clock_now_us();
-	unsigned busy = master_busy(m);
-	int failing = pool_failing(&m->pool, m->snap, m->sb->nslots);
-	char msg[MASTER_STATUS_LEN], note[MASTER_STATUS_LEN / 2];
-	struct sb_totals t;
-	double secs;
-	uint64_t acc;
-
-	if ((m->db_without > 0) != m->db_said || failing != m->failing_said)
-		m->next_status_us = 0;
-	if (now < m->next_status_us)
-		return;
-	scoreboard_totals(m->sb, &t);
-	acc = t.accepted;
-	secs = m->last_status_us ? (double)(now - m->last_status_us) / 1e6 : 0;
-	master_status_note(m, failing, note, sizeof(note));
-	snprintf(msg, sizeof(msg), "STATUS=%sProcesses active: %u, idle: %u, "
-	    "Requests: %llu, slow: %llu, Traffic: %.1freq/sec", note, busy,
-	    master_idle(m, busy), (unsigned long long)acc,
-	    (unsigned long long)t.slow,
-	    secs > 0 ? (double)(acc - m->last_accepted) / secs : 0.0);
-	notify_send(msg);
-	m->db_said = m->db_without > 0;
-	m->failing_said = failing;
-	m->last_accepted = acc;
-	m->last_status_us = now;
-	m->next_status_us = now + MASTER_STATUS_US;
-}
-
-/*
- * READY=1 once the pool serves (pool.c: the database is not waited for),
- * followed at once by the STATUS= line, so that systemd never shows a
- * ready unit without saying the database is missing.
- */
-static void
-master_ready(struct master *m)
-{
-	if (!pool_ready(&m->pool, m->snap, m->sb->nslots))
-		return;
-	notify_send("READY=1");
-	m->next_status_us = 0;
-	log_notice("pool ready: generation %u, %d workers%s",
-	    m->pool.generation, m->cfg->max_children, m->db_without > 0 ?
-	    ", database unavailable" : "");
-}
-
-/*
- * The pool's view of the database, from the workers' slots (each worker
- * logs its own changes, db.c): one line when the first worker loses it,
- * with the reason a worker without it gave for its latest 503 since the
- * last return, or after MASTER_DB_REASON_US without one the count; one
- * line when every worker has it back, with the time since the loss was
- * seen and the 503s answered since the last tick without one.
- */
-static void
-master_db_state(struct master *m)
-{
-	char reason[SCOREBOARD_DB_ERROR_LEN + 64];
-	struct sb_db_error why, e;
-	int64_t now = clock_now_us();
-	unsigned i, live = 0, down = 0;
-	struct sb_totals t;
-	struct sb_view v;
-
-	why.at_us = 0;
-	for (i = 0; i < m->sb->nslots; i++) {
-		if (m->sb->slots[i].master.life == SB_LIFE_FREE)
-			continue;
-		(void)scoreboard_read(&m->sb->slots[i], &v);
-		if (v.phase == SB_STARTING || v.phase == SB_EXITING)
-			continue;
-		live++;
-		if (v.db_ok)
-			continue;
-		down++;
-		/* A torn copy (its writer stopped) is not a reason. */
-		if (scoreboard_read_db_error(&m->sb->slots[i], &e) == 0 &&
-		    e.at_us > m->db_back_us && e.at_us > why.at_us)
-			why = e;
-	}
-	scoreboard_totals(m->sb, &t);
-	m->db_live = live;
-	m->db_without = down;
-	if (!m->db_down && down == 0) {
-		m->db_lost_us = 0;
-		m->db_503_base = t.unavailable;
-		return;
-	}
-	if (!m->db_down) {
-		if (m->db_lost_us == 0)
-			m->db_lost_us = now;
-		if (why.at_us == 0 && now - m->db_lost_us < MASTER_DB_REASON_US)
-			return;
-		if (why.at_us != 0)
-			snprintf(reason, sizeof(reason), "%s", why.text);
-		else
-			snprintf(reason, sizeof(reason), "%u of %u workers "
-			    "without a connection", down, live);
-		log_warn("database unavailable: %s", reason);
-		m->db_down = 1;
-		return;
-	}
-	if (down > 0 || live == 0)
-		return;
-	log_notice("database back after %.1f s, %llu requests answered 503",
-	    (double)(now - m->db_lost_us) / 1e6, (unsigned long long)
-	    (t.unavailable - m->db_503_base));
-	m->db_down = 0;
-	m->db_back_us = now;
-}
-
 static void
 master_maintain(struct master *m)
 {
-	int64_t now = clock_now_us(), wd = notify_watchdog_us();
+	int64_t now = clock_now_us();
 	unsigned n, spawned = 0, queued, limit;
 
 	master_snapshot(m);
@@ -756,20 +514,14 @@ master_maintain(struct master *m)
 	master_retire(m, now);
 	master_timeouts(m, now);
 	master_sample(m, &queued, &limit);
-	master_db_state(m);
-	master_ready(m);
-	master_status_line(m);
-	if (wd > 0 && now >= m->next_watchdog_us) {
-		notify_send("WATCHDOG=1");
-		m->next_watchdog_us = now + wd / 2;
-	}
+	health_tick(&m->health, &m->pool, m->snap, m->sb);
 }
 
 /* Acts on the signals that came; returns 1 if any did. */
 static int
 master_handle_flags(struct master *m)
 {
-	int any = sig_chld || sig_int || sig_term || sig_usr1 || sig_hup;
+	int any = sig_chld || sig_int || sig_term || sig_usr1 || sig_reload;
 
 	if (sig_chld) {
 		sig_chld = 0;
@@ -790,8 +542,8 @@ master_handle_flags(struct master *m)
 			    strerror(errno));
 		master_signal_all(m, SIGUSR1);	/* workers' access logs */
 	}
-	if (sig_hup) {
-		sig_hup = 0;
+	if (sig_reload) {
+		sig_reload = 0;
 		if (m->stop == MASTER_RUNNING)
 			master_reload(m);
 	}
@@ -802,8 +554,8 @@ static int
 master_timeout_ms(const struct master *m)
 {
 	if (m->stop != MASTER_RUNNING || !m->pool.ready_sent ||
-	    m->cfg->request_slowlog_timeout > 0 ||
-	    m->cfg->request_terminate_timeout > 0)
+	    m->setup.cfg->request_slowlog_timeout > 0 ||
+	    m->setup.cfg->request_terminate_timeout > 0)
 		return MASTER_TICK_MS;
 	return MASTER_IDLE_MS;
 }
@@ -816,17 +568,12 @@ master_fill_status(struct status_view *v, void *arg)
 	unsigned queued, limit;
 
 	master_sample(m, &queued, &limit);
-	return statuspage_view(v, m->sb, m->cfg->pool_name, m->pool.generation,
-	    queued, limit);
+	return statuspage_view(v, m->sb, m->setup.cfg->pool_name,
+	    m->pool.generation, queued, limit);
 }
 
-/*
- * Waits for a signal, the status socket or a worker's kick: a worker
- * that is ready, or wants to be recycled, writes to the eventfd (a
- * signal would not do: a worker that gave up root may not signal its
- * root master), and the loop looks at the scoreboard at once.
- */
-/* The eventfd workers write to when they are ready or want out. */
+/* The eventfd workers write to when they are ready or want out: the
+ * next pass comes at once (master_tick). */
 static void
 master_read_kicks(struct master *m)
 {
@@ -866,6 +613,12 @@ master_wait_ms(const struct master *m)
 	return left <= 0 ? 0 : (int)((left + 999) / 1000);
 }
 
+/*
+ * Waits for a signal, the status socket or a worker's kick: a worker
+ * that is ready, or wants to be recycled, writes to the eventfd (a
+ * signal would not do: a worker that gave up root may not signal its
+ * root master), and the loop looks at the scoreboard at once.
+ */
 static void
 master_wait(struct master *m, const sigset_t *waitmask)
 {
@@ -898,25 +651,22 @@ master_wait(struct master *m, const sigset_t *waitmask)
 		master_read_kicks(m);
 	/* Deadlines run out with or without events. */
 	if (m->admin != NULL && n >= 0)
-		admin_process(m->admin, pfd, m->cfg, master_fill_status, m);
+		admin_process(m->admin, pfd, m->setup.cfg, master_fill_status,
+		    m);
 }
 
 static void
-master_init(struct master *m, struct config *cfg,
-    const struct app *const *apps, const struct app *app, void *shared,
-    const char *config_path, int children, struct listen_sock *ls,
-    struct listen_sock *status_ls)
+master_init(struct master *m, struct setup *setup,
+    const struct app *const *apps, const char *config_path, int children,
+    struct listen_sock *ls, struct listen_sock *status_ls)
 {
-	struct config *own;
+	const struct config *own = setup->cfg;
 
-	if ((own = malloc(sizeof(*own))) == NULL)
-		fatal("%s: out of memory", __func__);
-	*own = *cfg;		/* reloads replace both */
-	*m = (struct master){ .cfg = own, .apps = apps, .app = app,
-	    .shared = shared, .config_path = config_path,
-	    .children = children, .ls = ls };
+	*m = (struct master){ .setup = *setup, .apps = apps,
+	    .config_path = config_path, .children = children, .ls = ls };
+	memset(setup, 0, sizeof(*setup));	/* taken over */
 	master_nofile(own);
-	if (conn_listen_prepare(ls->fd) == -1)
+	if (listen_set_rcvbuf(ls) == -1)
 		log_warn("listen socket: receive buffer: %s", strerror(errno));
 	if ((m->sb = scoreboard_create(MASTER_SLOTS)) == NULL)
 		fatal("%s: scoreboard: %s", __func__, strerror(errno));
@@ -933,20 +683,20 @@ master_init(struct master *m, struct config *cfg,
 }
 
 int
-master_run(struct config *cfg, const struct app *const *apps,
-    const struct app *app, void *shared, const char *config_path,
-    int children, struct listen_sock *ls, struct listen_sock *status_ls)
+master_run(struct setup *setup, const struct app *const *apps,
+    const char *config_path, int children, struct listen_sock *ls,
+    struct listen_sock *status_ls)
 {
 	struct master m;
 	sigset_t waitmask;
 	char where[160];
 	int signalled;
 
-	master_init(&m, cfg, apps, app, shared, config_path, children, ls,
-	    status_ls);
+	master_init(&m, setup, apps, config_path, children, ls, status_ls);
 	master_signals(&waitmask);
 	log_notice("cfpm %s: %d workers on %s", PACKAGE_VERSION,
-	    m.cfg->max_children, listen_describe(ls, where, sizeof(where)));
+	    m.setup.cfg->max_children, listen_describe(ls, where,
+	    sizeof(where)));
 	for (;;) {
 		signalled = master_handle_flags(&m);
 		if (m.stop == MASTER_RUNNING)
@@ -966,8 +716,7 @@ master_run(struct config *cfg, const struct app *const *apps,
 	scoreboard_destroy(m.sb);
 	close(m.kick_fd);
 	close(m.wake_fd);
-	master_unload(&m);
-	free(m.cfg);
+	setup_free(&m.setup);
 	log_notice("stopped");
 	return 0;
 }

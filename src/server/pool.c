@@ -43,7 +43,8 @@ pool_current(const struct pool *p, const struct pool_slot *s)
 	    !s->retire;
 }
 
-unsigned
+/* Slots of the n in s that hold a process. */
+static unsigned
 pool_live(const struct pool_slot *s, unsigned n)
 {
 	unsigned i, live = 0;

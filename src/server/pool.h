@@ -80,9 +80,6 @@ void pool_init(struct pool *p, unsigned max_children);
 /* PURE. s from the scoreboard's view of a slot. */
 void pool_slot_from(struct pool_slot *s, const struct sb_view *v);
 
-/* PURE. Slots of the n in s that hold a process. */
-unsigned pool_live(const struct pool_slot *s, unsigned n);
-
 /*
  * PURE. Workers to start now: what is missing to max_children current
  * ones; 0 while stopping or before the backoff's next_spawn_us.

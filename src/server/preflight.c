@@ -7,17 +7,23 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "server/listen.h"
 #include "server/nofile.h"
 #include "util/log.h"
 
-int
+/*
+ * 1 if a process with uid and gid and no supplementary groups (a worker
+ * after sandbox_drop) may do want (R_OK, W_OK, X_OK bits) to a file with
+ * st's owner, group and mode, by the permission bits alone (no ACLs, no
+ * read-only mounts); uid 0 may always. 0 otherwise.
+ */
+static int
 preflight_may(const struct stat *st, uid_t uid, gid_t gid, int want)
 {
 	mode_t m = st->st_mode;
@@ -39,30 +45,19 @@ static int
 preflight_owners(const struct config *cfg, const char *name, char *err,
     size_t errlen)
 {
-	const struct {
-		const char *key, *value;
-		int group;
-	} names[] = {
-		{ "listen.owner", cfg->listen_owner, 0 },
-		{ "listen.group", cfg->listen_group, 1 },
-		{ "pm.status_listen.owner", cfg->status_owner, 0 },
-		{ "pm.status_listen.group", cfg->status_group, 1 },
-	};
-	size_t i;
+	char why[CONFIG_ERR_LEN];
+	struct listen_spec spec;
 	uid_t uid;
 	gid_t gid;
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (names[i].value[0] == '\0' || (names[i].group ?
-		    sandbox_group_id(names[i].value, &gid) :
-		    sandbox_user_id(names[i].value, &uid, NULL)) == 0)
-			continue;
-		snprintf(err, errlen, "%s: %s: no such %s \"%s\"", name,
-		    names[i].key, names[i].group ? "group" : "user",
-		    names[i].value);
-		return -1;
+	listen_spec_pool(cfg, &spec);
+	if (listen_spec_owner(&spec, &uid, &gid, why, sizeof(why)) == 0) {
+		listen_spec_status(cfg, &spec);
+		if (listen_spec_owner(&spec, &uid, &gid, why, sizeof(why)) == 0)
+			return 0;
 	}
-	return 0;
+	snprintf(err, errlen, "%s: %s", name, why);
+	return -1;
 }
 
 /* path's directory into dir (dirlen bytes): "." for a bare name. */
@@ -231,24 +226,13 @@ static int
 preflight_socket(const char *key, const char *address, const char *name,
     char *err, size_t errlen)
 {
-	char dir[CONFIG_MAX_VALUE], host[CONFIG_MAX_VALUE], port[CONFIG_MAX_VALUE];
-	char why[CONFIG_ERR_LEN];
-	struct addrinfo hints, *res = NULL;
+	char dir[CONFIG_MAX_VALUE], why[CONFIG_ERR_LEN];
+	struct addrinfo *res;
 	struct stat st;
-	int rc;
 
 	if (address[0] != '/') {
-		if (config_split_address(address, host, sizeof(host), port,
-		    sizeof(port), why, sizeof(why)) == -1) {
+		if (listen_resolve(address, &res, why, sizeof(why)) == -1) {
 			snprintf(err, errlen, "%s: %s: %s", name, key, why);
-			return -1;
-		}
-		memset(&hints, 0, sizeof(hints));
-		hints.ai_socktype = SOCK_STREAM;
-		hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-		if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
-			snprintf(err, errlen, "%s: %s: %s: %s", name, key,
-			    address, gai_strerror(rc));
 			return -1;
 		}
 		freeaddrinfo(res);

@@ -12,19 +12,9 @@
 #define CFPM_PREFLIGHT_H
 
 #include <stddef.h>
-#include <sys/stat.h>
-#include <sys/types.h>
 
 #include "server/sandbox.h"
 #include "util/config.h"
-
-/*
- * PURE. 1 if a process with uid and gid and no supplementary groups (a
- * worker after sandbox_drop) may do want (R_OK, W_OK, X_OK bits) to a
- * file with st's owner, group and mode, by the permission bits alone (no
- * ACLs, no read-only mounts); uid 0 may always. 0 otherwise.
- */
-int preflight_may(const struct stat *st, uid_t uid, gid_t gid, int want);
 
 /*
  * What every load checks: listen.owner/group and

@@ -1,17 +1,15 @@
 /*
  * sandbox.c: privilege drop and system-call filter (see sandbox.h).
- * The user look-ups run in the master; the drop and the filter run in
- * each worker, the drop right after fork and the filter after its init.
+ * Who the workers run as is decided in the master; the drop and the
+ * filter run in each worker, the drop right after fork and the filter
+ * after its init.
  */
 #include "server/sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <pwd.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -26,8 +24,7 @@
 #endif
 
 #include "util/log.h"
-
-#define SANDBOX_MAX_ID_DIGITS	10	/* a decimal uid or gid */
+#include "util/userdb.h"
 
 /*
  * Bits of an open(2) flag word that decide what an open may do to a
@@ -66,49 +63,27 @@ sandbox_allow_root(int allow)
 	sandbox_root_allowed = allow;
 }
 
-/* Decimal digits only, fitting an id: 1 and *v, else 0 (a name). */
+/*
+ * The ids cfg's user and group name, into *uid and *gid: the group
+ * defaults to the user's primary one ((gid_t)-1 for a numeric user
+ * without a passwd entry); a name not set leaves its id as it is.
+ * Returns 0, or -1 with "name: user: no such user ..." (or the group's)
+ * in err (errlen bytes; err may be NULL with errlen 0).
+ */
 static int
-sandbox_number(const char *s, unsigned long *v)
+sandbox_lookup(const struct config *cfg, uid_t *uid, gid_t *gid,
+    const char *name, char *err, size_t errlen)
 {
-	size_t n = strspn(s, "0123456789");
-
-	if (n == 0 || s[n] != '\0' || n > SANDBOX_MAX_ID_DIGITS)
-		return 0;
-	*v = strtoul(s, NULL, 10);
-	return *v < (unsigned long)(uid_t)-1;
-}
-
-int
-sandbox_user_id(const char *name, uid_t *uid, gid_t *gid)
-{
-	struct passwd *pw;
-	unsigned long v;
-
-	if (sandbox_number(name, &v)) {
-		*uid = (uid_t)v;
-		pw = getpwuid(*uid);
-	} else if ((pw = getpwnam(name)) != NULL)
-		*uid = pw->pw_uid;
-	else
+	if (cfg->user[0] != '\0' && userdb_user(cfg->user, uid, gid) == -1) {
+		snprintf(err, errlen, "%s: user: no such user \"%s\"", name,
+		    cfg->user);
 		return -1;
-	if (gid != NULL)
-		*gid = pw != NULL ? pw->pw_gid : (gid_t)-1;
-	return 0;
-}
-
-int
-sandbox_group_id(const char *name, gid_t *gid)
-{
-	struct group *gr;
-	unsigned long v;
-
-	if (sandbox_number(name, &v)) {
-		*gid = (gid_t)v;
-		return 0;
 	}
-	if ((gr = getgrnam(name)) == NULL)
+	if (cfg->group[0] != '\0' && userdb_group(cfg->group, gid) == -1) {
+		snprintf(err, errlen, "%s: group: no such group \"%s\"", name,
+		    cfg->group);
 		return -1;
-	*gid = gr->gr_gid;
+	}
 	return 0;
 }
 
@@ -121,17 +96,8 @@ sandbox_resolve(const struct config *cfg, const char *name,
 		return 0;	/* nothing to give up: user/group ignored */
 	if (cfg->user[0] == '\0')
 		goto root;
-	if (sandbox_user_id(cfg->user, &ids->uid, &ids->gid) == -1) {
-		snprintf(err, errlen, "%s: user: no such user \"%s\"",
-		    name, cfg->user);
+	if (sandbox_lookup(cfg, &ids->uid, &ids->gid, name, err, errlen) == -1)
 		return -1;
-	}
-	if (cfg->group[0] != '\0' &&
-	    sandbox_group_id(cfg->group, &ids->gid) == -1) {
-		snprintf(err, errlen, "%s: group: no such group "
-		    "\"%s\"", name, cfg->group);
-		return -1;
-	}
 	if (ids->gid == (gid_t)-1) {
 		snprintf(err, errlen, "%s: group: must be set, user "
 		    "%s has no passwd entry to take it from", name, cfg->user);
@@ -160,10 +126,7 @@ sandbox_is_self(const struct config *cfg)
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 
-	if (cfg->user[0] != '\0' &&
-	    sandbox_user_id(cfg->user, &uid, &gid) == -1)
-		return 0;
-	if (cfg->group[0] != '\0' && sandbox_group_id(cfg->group, &gid) == -1)
+	if (sandbox_lookup(cfg, &uid, &gid, "", NULL, 0) == -1)
 		return 0;
 	return uid == geteuid() && gid == getegid();
 }
@@ -203,7 +166,7 @@ sandbox_drop(const struct sandbox_ids *ids)
  * (clock_gettime for CPU time, setitimer for request_terminate_timeout),
  * signals (handlers return through rt_sigreturn; SIGUSR1/SIGTERM are
  * waited for in epoll_pwait), futex (libc locks), exit. What libpq needs
- * to reconnect and to cancel: connect, getsockopt(SO_ERROR),
+ * to connect again: connect, getsockopt(SO_ERROR),
  * setsockopt(TCP_NODELAY, keepalives), fcntl(O_NONBLOCK), send/recv,
  * getrandom (TLS), the identity calls and stat (~/.pgpass, getpwuid_r),
  * getdents64 (GSSAPI's mechanism directory), and for host names uname
@@ -292,7 +255,7 @@ static const int sandbox_allowed[] = {
  * The only opens open() and openat() may make: flags & mask == value.
  * Read-only, creating and truncating nothing (libpq's ~/.pgpass and root
  * certificates, the resolver's /etc/hosts, NSS's /etc/passwd), and the
- * two ways src/log.c opens a log file after a rotation: append to an
+ * two ways util/log.c opens a log file after a rotation: append to an
  * existing file, or create a new one exclusively, never through a link.
  * No open can write to, truncate or create a file in any other way.
  */
@@ -309,11 +272,11 @@ static const struct {
 #endif
 };
 
-/* Sockets libpq, PQcancel and the resolver create. */
+/* Sockets libpq and the resolver create. */
 static const int sandbox_domains[] = { AF_UNIX, AF_INET, AF_INET6 };
 
 static int
-sandbox_rules(scmp_filter_ctx ctx, pid_t master)
+sandbox_rules(scmp_filter_ctx ctx)
 {
 	size_t i;
 	int rc = 0;
@@ -345,13 +308,6 @@ sandbox_rules(scmp_filter_ctx ctx, pid_t master)
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
 		    SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-	/* SIGCHLD to its master, nothing else: the older way a worker woke
-	 * the master (it now writes to the master's eventfd; a worker that
-	 * is no longer root could not signal a root master anyway). */
-	if (rc == 0)
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kill), 2,
-		    SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)master),
-		    SCMP_A1(SCMP_CMP_EQ, SIGCHLD));
 	/* abort() and raise() signal this very process. */
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
@@ -383,7 +339,7 @@ sandbox_rules(scmp_filter_ctx ctx, pid_t master)
 }
 
 int
-sandbox_filter(pid_t master)
+sandbox_filter(void)
 {
 	scmp_filter_ctx ctx;
 	int rc;
@@ -403,7 +359,7 @@ sandbox_filter(pid_t master)
 	 * the filter runs on every call. Without it the filter is slower,
 	 * not weaker. */
 	(void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
-	if ((rc = sandbox_rules(ctx, master)) == 0)
+	if ((rc = sandbox_rules(ctx)) == 0)
 		rc = seccomp_load(ctx);
 	seccomp_release(ctx);
 #if defined(__SANITIZE_ADDRESS__)

@@ -4,8 +4,9 @@
  * group); each worker, right after fork, gives up root for that user, and
  * after its init confines itself to an allow-list of system calls
  * (seccomp, through libseccomp), in the spirit of OpenBSD's pledge.
- * sandbox_resolve and the name look-ups run in the master (and again in
- * each new worker); sandbox_drop and sandbox_filter only in workers.
+ * sandbox_resolve and sandbox_is_self run in the master (a worker gets
+ * the ids its master resolved: setup.h); sandbox_drop and sandbox_filter
+ * only in workers.
  */
 #ifndef CFPM_SANDBOX_H
 #define CFPM_SANDBOX_H
@@ -27,16 +28,6 @@ struct sandbox_ids {
  * anything is resolved; workers inherit it.
  */
 void sandbox_allow_root(int allow);
-
-/*
- * Looks up a user by name or decimal id: *uid, and in *gid (if not NULL)
- * the user's primary group, or (gid_t)-1 for a numeric id without a
- * passwd entry. Returns 0, or -1 when there is no such user.
- */
-int sandbox_user_id(const char *name, uid_t *uid, gid_t *gid);
-
-/* Looks up a group by name or decimal id. Returns 0 or -1 (none). */
-int sandbox_group_id(const char *name, gid_t *gid);
 
 /*
  * Decides who the workers run as. When this process is not root there is
@@ -68,13 +59,15 @@ int sandbox_is_self(const struct config *cfg);
 int sandbox_drop(const struct sandbox_ids *ids);
 
 /*
- * In a worker, after its init (database tried, keys inherited, logs
- * open): sets PR_SET_NO_NEW_PRIVS and loads the system-call allow-list.
- * Any other call kills the process (SIGSYS). kill() may only send
- * SIGCHLD to master. The list, and why each entry is there, is in
- * sandbox.c. Returns 0, or -1 (logged) if the filter could not be
- * loaded: the worker must exit rather than run unconfined.
+ * In a worker, after its init (database tried, what the application
+ * loaded inherited, logs open): sets PR_SET_NO_NEW_PRIVS and loads the
+ * system-call allow-list. Any other call kills the process (SIGSYS),
+ * kill() among them: a worker signals nobody (it wakes its master
+ * through an eventfd), and signals only itself (tgkill, as abort() and
+ * raise() do). The list, and why each entry is there, is in sandbox.c.
+ * Returns 0, or -1 (logged) if the filter could not be loaded: the
+ * worker must exit rather than run unconfined.
  */
-int sandbox_filter(pid_t master);
+int sandbox_filter(void);
 
 #endif

@@ -52,9 +52,8 @@ scoreboard_find(const struct scoreboard *sb, pid_t pid)
 {
 	unsigned i;
 
-	for (i = 0; i < sb->nslots; i++)
-		if (sb->slots[i].master.life != SB_LIFE_FREE &&
-		    sb->slots[i].master.pid == pid)
+	SCOREBOARD_FOREACH_LIVE(sb, i)
+		if (sb->slots[i].master.pid == pid)
 			return (int)i;
 	return -1;
 }
@@ -101,6 +100,14 @@ scoreboard_live(const struct sb_slot *slot)
 {
 	return __atomic_load_n(&slot->master.life, __ATOMIC_RELAXED) !=
 	    SB_LIFE_FREE;
+}
+
+unsigned
+scoreboard_next_live(const struct scoreboard *sb, unsigned i)
+{
+	while (i < sb->nslots && !scoreboard_live(&sb->slots[i]))
+		i++;
+	return i;
 }
 
 /* The master is the one writer of its totals: a load and a store. */
@@ -263,6 +270,24 @@ int
 scoreboard_busy(const struct sb_view *v)
 {
 	return sb_phase_busy(v->phase);
+}
+
+void
+scoreboard_census(const struct scoreboard *sb, struct sb_census *c)
+{
+	unsigned i;
+	int phase;
+
+	c->live = c->busy = c->idle = 0;
+	SCOREBOARD_FOREACH_LIVE(sb, i) {
+		phase = __atomic_load_n(&sb->slots[i].worker.phase,
+		    __ATOMIC_RELAXED);
+		c->live++;
+		if (sb_phase_busy(phase))
+			c->busy++;
+		else if (phase == SB_IDLE)
+			c->idle++;
+	}
 }
 
 void

@@ -13,8 +13,9 @@
  *    scoreboard_set_pid, scoreboard_set_life, scoreboard_release). The
  *    master reads its own fields as it likes; any other process (a
  *    worker serving the status page on the pool socket) only through
- *    scoreboard_read() and scoreboard_live(), which load each field
- *    atomically: each is a figure on its own, old or new, never torn.
+ *    scoreboard_read(), scoreboard_live() and the walk over the live
+ *    slots (SCOREBOARD_FOREACH_LIVE), which load each field atomically:
+ *    each is a figure on its own, old or new, never torn.
  *  - slot->worker (struct sb_by_worker) is written by the worker holding
  *    the slot only, through the sb_worker_*() functions, from fork() to
  *    exit. The master writes it only while no process holds the slot:
@@ -287,6 +288,35 @@ void scoreboard_sample(struct scoreboard *sb, unsigned generation,
 
 /* Any process. 1 if a process holds the slot (its life is not FREE). */
 int scoreboard_live(const struct sb_slot *slot);
+
+/*
+ * Any process. The index of the first slot from i on that a process
+ * holds, or sb->nslots when none is left: the one walk over the live
+ * slots, as SCOREBOARD_FOREACH_LIVE writes it.
+ */
+unsigned scoreboard_next_live(const struct scoreboard *sb, unsigned i);
+
+/* The statement after it, once for each live slot of sb, in index order,
+ * with i (unsigned) its index. */
+#define SCOREBOARD_FOREACH_LIVE(sb, i)					\
+	for ((i) = scoreboard_next_live((sb), 0); (i) < (sb)->nslots;	\
+	    (i) = scoreboard_next_live((sb), (i) + 1))
+
+/* The live slots, and what their workers do now (scoreboard_census). */
+struct sb_census {
+	unsigned	live;		/* processes: one per live slot */
+	unsigned	busy;		/* in a request (scoreboard_busy) */
+	unsigned	idle;		/* waiting for a connection (SB_IDLE);
+					   starting and exiting ones are
+					   neither busy nor idle */
+};
+
+/*
+ * Any process. Counts sb's live slots into c by their worker's phase,
+ * each loaded atomically: the pool's figures on the status page and in
+ * the master's STATUS= line.
+ */
+void scoreboard_census(const struct scoreboard *sb, struct sb_census *c);
 
 /*
  * Any process but the slot's worker. Copies the slot into v: the master's

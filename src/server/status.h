@@ -1,9 +1,11 @@
 /*
- * status.h: the pool status page, PHP-FPM's (master).
- * PURE: renders a snapshot the master assembles from the scoreboard in
- * PHP-FPM 8.2's formats (text, JSON, XML, HTML, OpenMetrics), with every
- * key PHP-FPM has under its name, type and meaning, and optionally one
- * record per worker ("full"). cfpm's own figures (its phase, generation,
+ * status.h: the pool status page, PHP-FPM's (the master on the status
+ * socket, a worker on the pool socket: statuspage.h).
+ * PURE: renders a view of the live scoreboard (each slot copied as the
+ * page reaches it: scoreboard_read(), not a snapshot of the pool at one
+ * instant) in PHP-FPM 8.2's formats (text, JSON, XML, HTML, OpenMetrics:
+ * statusfmt.h), with every key PHP-FPM has under its name, type and
+ * meaning, and optionally one record per worker ("full"). cfpm's own figures (its phase, generation,
  * database state, responses by class, respawns by reason, reloads) come
  * after PHP-FPM's keys, as more keys: never instead of one, and each a
  * scalar under a flat key of its own, in JSON too ("responses 2xx"), so
@@ -17,25 +19,21 @@
 
 #include "util/esc.h"
 #include "server/scoreboard.h"
+#include "server/statusfmt.h"
 
 #define STATUS_MAX_REPLY	(512 * 1024)	/* rendered page limit */
 
-/* The formats, as PHP-FPM picks them from the query (status_parse_query). */
-enum status_format {
-	STATUS_TEXT = 0,
-	STATUS_JSON,
-	STATUS_OPENMETRICS,
-	STATUS_XML,
-	STATUS_HTML,
-};
-
-/* A worker's memory, read by the master from /proc (-1 unknown). */
+/* A worker's memory, read from /proc by the page's process (-1 unknown). */
 struct status_mem {
 	long	rss_kb;		/* resident now (VmRSS) */
 	long	peak_kb;	/* resident at its peak (VmHWM) */
 };
 
-/* Everything the page shows, gathered by the master at one moment. */
+/*
+ * Everything the page shows: the scoreboard itself, read as the page is
+ * rendered, and what statuspage_view() gathered just before (memory, the
+ * listen queue's sample, the clocks).
+ */
 struct status_view {
 	const char		*pool;
 	const struct scoreboard	*sb;

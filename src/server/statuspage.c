@@ -52,10 +52,9 @@ statuspage_view(struct status_view *v, const struct scoreboard *sb,
 	if (mem == NULL && (mem = calloc(sb->nslots, sizeof(*mem))) == NULL)
 		return -1;
 	memset(v, 0, sizeof(*v));
-	for (i = 0; i < sb->nslots; i++) {
+	for (i = 0; i < sb->nslots; i++)
 		mem[i].rss_kb = mem[i].peak_kb = -1;
-		if (!scoreboard_live(&sb->slots[i]))
-			continue;
+	SCOREBOARD_FOREACH_LIVE(sb, i) {
 		(void)scoreboard_read(&sb->slots[i], &s);
 		if (s.master.pid > 0)
 			statuspage_mem(s.master.pid, &mem[i]);

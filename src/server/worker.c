@@ -882,8 +882,6 @@ worker_main(const struct worker_args *args)
 {
 	struct worker_ctx w = { .cfg = args->cfg, .app = args->app,
 	    .sb = args->sb, .slot = &args->sb->slots[args->slot] };
-	char err[CONFIG_ERR_LEN];
-	struct sandbox_ids ids;
 	int code = 1;
 
 	log_set_role("worker");
@@ -891,12 +889,7 @@ worker_main(const struct worker_args *args)
 	if (accesslog_open(args->cfg->access_log) == -1)
 		log_err("access.log %s: %s", args->cfg->access_log,
 		    strerror(errno));
-	if (sandbox_resolve(args->cfg, "worker", &ids, err,
-	    sizeof(err)) == -1) {
-		log_err("%s", err);	/* the master backs off */
-		goto done;
-	}
-	if (sandbox_drop(&ids) == -1)
+	if (sandbox_drop(&args->ids) == -1)
 		goto done;
 	worker_signals();
 	/* Die with the master: a pool without its master serves nobody. */
@@ -905,7 +898,7 @@ worker_main(const struct worker_args *args)
 		_exit(1);
 	if (worker_start_app(args, &w) == -1)
 		goto done;
-	if (args->cfg->worker_seccomp && sandbox_filter(args->master) == -1)
+	if (args->cfg->worker_seccomp && sandbox_filter() == -1)
 		goto done;
 	w.listen_fd = args->listen_fd;
 	w.wake_fd = args->wake_fd;

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "server/app.h"
+#include "server/sandbox.h"
 #include "server/scoreboard.h"
 #include "util/config.h"
 
@@ -16,6 +17,8 @@ struct worker_args {
 	const struct config	*cfg;
 	const struct app	*app;
 	const void		*shared;	/* what app->load returned */
+	struct sandbox_ids	 ids;		/* who it becomes (the master
+						   resolved them) */
 	int			 listen_fd;
 	struct scoreboard	*sb;
 	int			 slot;		/* index in sb->slots */

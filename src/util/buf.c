@@ -1,5 +1,6 @@
 /*
- * buf.c: bounded appends for replies and the status page (any process).
+ * buf.c: bounded appends for replies and the status page (PURE; any
+ * process).
  */
 #include "util/buf.h"
 
@@ -48,4 +49,34 @@ buf_printf(struct buf *b, const char *fmt, ...)
 		b->overflow = 1;
 	else
 		b->len += (size_t)n;
+}
+
+void
+buf_json_string(struct buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char esc[BUF_JSON_GROWTH] = { '\\', 'u', '0', '0', 0, 0 };
+	size_t i, run = 0;
+	unsigned char c;
+
+	buf_add(b, "\"", 1);
+	/* Runs of plain bytes go out in one append each. */
+	for (i = 0; i < n; i++) {
+		c = (unsigned char)s[i];
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		buf_add(b, s + run, i - run);
+		run = i + 1;
+		if (c == '"' || c == '\\') {
+			esc[1] = (char)c;
+			buf_add(b, esc, 2);
+			esc[1] = 'u';
+		} else {
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			buf_add(b, esc, BUF_JSON_GROWTH);
+		}
+	}
+	buf_add(b, s + run, n - run);
+	buf_add(b, "\"", 1);
 }

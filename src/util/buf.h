@@ -28,4 +28,15 @@ void buf_str(struct buf *b, const char *s);
 void buf_printf(struct buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/*
+ * Appends the n bytes at s as a JSON string literal: in quotes, '"' and
+ * '\\' escaped with a backslash, the control characters U+0000..U+001F
+ * as \u00XX, every other byte as it is (BUF_JSON_GROWTH bytes out per
+ * byte in at most, plus the quotes). The caller passes UTF-8: what an
+ * API stores and checked, or what esc_text() made of a client's bytes.
+ */
+void buf_json_string(struct buf *b, const char *s, size_t n);
+
+#define BUF_JSON_GROWTH	6	/* a control character: \u00XX */
+
 #endif

@@ -198,12 +198,12 @@ test_render(void)
 	struct store_event ev;
 
 	buf_init(&b, mem, sizeof(mem) - 1);
-	render_json_string(&b, "a\"b\\c\n\x01\x1f/\xc3\xa9", 11);
+	buf_json_string(&b, "a\"b\\c\n\x01\x1f/\xc3\xa9", 11);
 	is_str(rendered(&b),
 	    "\"a\\\"b\\\\c\\u000a\\u0001\\u001f/\xc3\xa9\"",
 	    "string: quotes, backslash, controls escaped, UTF-8 kept");
 	buf_init(&b, mem, sizeof(mem) - 1);
-	render_json_string(&b, "", 0);
+	buf_json_string(&b, "", 0);
 	is_str(rendered(&b), "\"\"", "string: empty");
 	buf_init(&b, mem, sizeof(mem) - 1);
 	render_timestamp(&b, 0);

@@ -64,7 +64,7 @@ static pid_t last_child;
 static int
 in_child_prep(int filter, void (*prep)(void), int (*fn)(void))
 {
-	pid_t pid, master = getpid();
+	pid_t pid;
 	int status;
 
 	fflush(stdout);
@@ -73,7 +73,7 @@ in_child_prep(int filter, void (*prep)(void), int (*fn)(void))
 	if (pid == 0) {
 		if (prep != NULL)
 			prep();
-		if (filter && sandbox_filter(master) == -1)
+		if (filter && sandbox_filter() == -1)
 			_exit(CHILD_NO_FILTER);
 		_exit(fn() == 0 ? 0 : CHILD_FAILED);
 	}
@@ -294,13 +294,6 @@ do_accept_pause(void)
 	return ep != -1 && epoll_ctl(ep, EPOLL_CTL_ADD, io_pipe[0], &ev) == 0
 	    && epoll_ctl(ep, EPOLL_CTL_DEL, io_pipe[0], NULL) == 0 &&
 	    epoll_ctl(ep, EPOLL_CTL_ADD, io_pipe[0], &ev) == 0 ? 0 : -1;
-}
-
-static int
-do_kick_master(void)
-{
-	/* worker.c: SIGCHLD to the master makes it look at the scoreboard */
-	return kill(getppid(), SIGCHLD);
 }
 
 static int
@@ -554,6 +547,13 @@ do_listen(void)
 }
 
 static int
+do_kill_master_sigchld(void)
+{
+	/* a worker wakes its master through an eventfd, never a signal */
+	return (int)kill(getppid(), SIGCHLD);
+}
+
+static int
 do_kill_master_other_signal(void)
 {
 	return (int)kill(getppid(), SIGWINCH);
@@ -562,7 +562,7 @@ do_kill_master_other_signal(void)
 static int
 do_kill_other_pid(void)
 {
-	/* SIGCHLD, but to a process other than the master */
+	/* SIGCHLD, but to a process other than the master: itself */
 	return (int)kill(getpid(), SIGCHLD);
 }
 
@@ -692,7 +692,6 @@ test_filter(void)
 		    "wait)" },
 		{ do_accept_pause, "epoll_ctl: an EPOLLEXCLUSIVE socket out of "
 		    "the wait and back (accept's pause)" },
-		{ do_kick_master, "SIGCHLD to its master" },
 		{ do_limits, "getrlimit" },
 		{ do_signal_self, "tgkill of itself (abort, raise)" },
 		{ do_dup_stderr, "a log file dup2'ed onto stderr" },
@@ -730,6 +729,7 @@ test_filter(void)
 		{ do_socketpair, "socketpair" },
 		{ do_bind, "bind" },
 		{ do_listen, "listen" },
+		{ do_kill_master_sigchld, "kill of the master with SIGCHLD" },
 		{ do_kill_master_other_signal, "kill of the master with SIGWINCH" },
 		{ do_kill_other_pid, "kill of another process with SIGCHLD" },
 		{ do_mmap_exec, "mmap with PROT_EXEC" },
@@ -917,7 +917,7 @@ leak_child(void)
 	static void *kept;
 
 	kept = malloc(64);	/* something for a leak check to look at */
-	if (sandbox_filter(getppid()) == -1)
+	if (sandbox_filter() == -1)
 		return CHILD_NO_FILTER;
 	exit(kept != NULL ? 0 : 1);
 }
