@@ -9,7 +9,7 @@
 #include "tap.h"
 
 static void
-test_ids(void)
+test_parse_id(void)
 {
 	int64_t id = 0;
 
@@ -34,7 +34,7 @@ test_ids(void)
 }
 
 static void
-test_media_type(void)
+test_is_json_type(void)
 {
 	ok(api_is_json_type("application/json"), "plain");
 	ok(api_is_json_type("application/json; charset=utf-8"), "charset");
@@ -50,7 +50,7 @@ test_media_type(void)
 int
 main(void)
 {
-	test_ids();
-	test_media_type();
+	test_parse_id();
+	test_is_json_type();
 	return done_testing();
 }
