@@ -25,7 +25,7 @@ body_of(const struct http_answer *a)
 }
 
 static void
-test_errors(void)
+test_error_answers(void)
 {
 	struct http_answer a;
 
@@ -162,7 +162,7 @@ test_route(void)
 }
 
 static void
-test_head(void)
+test_head_and_path_is(void)
 {
 	char head[HTTP_MAX_HEAD];
 	int n;
@@ -181,9 +181,9 @@ test_head(void)
 int
 main(void)
 {
-	test_errors();
+	test_error_answers();
 	test_ping();
 	test_route();
-	test_head();
+	test_head_and_path_is();
 	return done_testing();
 }
