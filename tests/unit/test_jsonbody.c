@@ -4,7 +4,7 @@
  * number's range and printed length, the whole payload's printed length
  * and its limit, on both sides of every bound. The expected lengths were
  * read from PostgreSQL 15 (length(x::jsonb::text)); the integration test
- * test_boundaries.py checks the same rules against a live server.
+ * test_client_bytes.py checks the same rules against a live server.
  */
 #include <stdint.h>
 #include <stdio.h>
