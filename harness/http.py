@@ -56,6 +56,16 @@ class NoResponse(Response):
         self.error = err
 
 
+def outcome(r):
+    """What a client saw of Response r, for counting outcomes: its status,
+    or for a NoResponse "timeout" or "connection error"."""
+    if r.status:
+        return r.status
+    err = getattr(r, "error", "") or ""
+    return "timeout" if "timed out" in err or "Timeout" in err \
+        else "connection error"
+
+
 def _exchange(t0, send, close):
     """send() returns an http.client response, read here into a Response;
     a network or protocol error becomes a NoResponse. close() runs last.

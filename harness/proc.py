@@ -1,7 +1,7 @@
 """
 proc.py: starting, tracking and stopping the processes of a test or
 benchmark run, and the small helpers around them (progress log, waiting,
-ports and sockets, tails of log files).
+ports and sockets, log files' tails and text).
 
 Every long-lived process goes through spawn(): it runs in its own session
 (so it leads its own process group), optionally placed into a cgroup and
@@ -315,3 +315,13 @@ def tail(path, lines=40):
     except OSError as e:
         return "(%s: %s)" % (path, e.strerror)
     return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
+
+
+def log_text(path):
+    """The whole text of a log file so far (invalid UTF-8 replaced); ""
+    if it cannot be read (not written yet)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""

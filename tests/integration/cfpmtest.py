@@ -59,7 +59,7 @@ from harness.fcgi import (  # noqa: E402
     FCGI_STDIN, KeptConnection, fcgi_exact, fcgi_params, fcgi_record,
     fcgi_request)
 from harness.http import (  # noqa: E402
-    api_request, build_raw, http_raw, http_request)
+    api_request, build_raw, http_raw, http_request, outcome)
 from harness.keys import (  # noqa: E402
     CLAIMS_EXP_IN, CLAIMS_NBF_AGO, Keys, b64url, claims_json, write_jwks)
 from harness.nginx import Nginx, cfpm_site, fpm_status_site  # noqa: E402
@@ -68,8 +68,8 @@ from harness.pg import Cluster  # noqa: E402
 from harness.phpfpm import PhpFpm  # noqa: E402
 from harness.phpfpm import installed as php_fpm_installed  # noqa: E402
 from harness.proc import (  # noqa: E402
-    cleanup, free_port, have_ipv6_loopback, is_socket, run, spawn, stop,
-    tail, unix_socket_live, wait_for)
+    cleanup, free_port, have_ipv6_loopback, is_socket, log_text, run, spawn,
+    stop, tail, unix_socket_live, wait_for)
 from harness.procfs import (  # noqa: E402
     children, cmdline_pids, group_members, kill_mentioning, pid_alive,
     proc_stat, vmrss_kb, zombies)
@@ -90,18 +90,18 @@ __all__ = [
     "FCGI_BEGIN_REQUEST", "FCGI_END_REQUEST", "FCGI_PARAMS", "FCGI_STDERR",
     "FCGI_STDIN", "KeptConnection", "fcgi_exact", "fcgi_params",
     "fcgi_record", "fcgi_request", "api_request", "build_raw", "http_raw",
-    "http_request", "CLAIMS_EXP_IN", "CLAIMS_NBF_AGO", "Keys", "b64url",
-    "claims_json", "write_jwks",
+    "http_request", "outcome", "CLAIMS_EXP_IN", "CLAIMS_NBF_AGO", "Keys",
+    "b64url", "claims_json", "write_jwks",
     # harness.nginx
     "Nginx", "fpm_status_site",
     # harness.paths, harness.pg, harness.phpfpm, harness.tap
     "CFPM", "PG_BINDIR", "SRCDIR", "Cluster", "PhpFpm", "php_fpm_installed",
     "TAP",
     # harness.proc, harness.procfs
-    "cleanup", "free_port", "have_ipv6_loopback", "is_socket", "run",
-    "spawn", "stop", "tail", "unix_socket_live", "wait_for", "children",
-    "cmdline_pids", "group_members", "pid_alive", "proc_stat", "vmrss_kb",
-    "zombies",
+    "cleanup", "free_port", "have_ipv6_loopback", "is_socket", "log_text",
+    "run", "spawn", "stop", "tail", "unix_socket_live", "wait_for",
+    "children", "cmdline_pids", "group_members", "pid_alive", "proc_stat",
+    "vmrss_kb", "zombies",
 ]
 
 SOCKET_ACTIVATE = shutil.which("systemd-socket-activate") or \
@@ -512,6 +512,12 @@ class Stack:
         """POST body through nginx, JSON by default; see request()."""
         return self.request("POST", path, token=token, body=body,
                             ctype=ctype, **kw)
+
+    def status_json(self, query="json"):
+        """The status page through nginx (/status?query) parsed, or None
+        unless it answered 200."""
+        r = self.get("/status?" + query, timeout=5)
+        return r.json() if r.status == 200 else None
 
     def raw(self, method, path, headers=(), body=None, timeout=10):
         """A request written byte by byte (see harness.http.build_raw)."""

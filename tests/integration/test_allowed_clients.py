@@ -15,7 +15,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
 from harness.fcgi import fcgi_request  # noqa: E402
-from test_faults import log_text  # noqa: E402
 
 POOL = 2
 ALLOWED = "127.0.0.2"
@@ -53,7 +52,7 @@ def check_list(st, tap):
             "the status socket serves the listed client")
     tap.is_(ask(status, REFUSED, "/status"), 0,
             "the status socket drops the unlisted one")
-    log = log_text(c.log)
+    log = ct.log_text(c.log)
     line = DROPPED_LINE % REFUSED
     tap.ok(line in log, "PHP-FPM's line is logged: %s" % line, log[-1500:])
     # Each process logs the first drop, then one line per flood interval.

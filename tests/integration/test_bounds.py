@@ -2,8 +2,8 @@
 """
 test_bounds.py: every wait on a client is bounded, reading costs work in
 proportion to the bytes, and nothing the starter had open reaches a
-worker (issue 21, items 2, 4 and 5; item 3 is test_limits.py). A pool
-of 4 behind nginx, raw FastCGI clients on its sockets.
+worker (issue 21, items 2, 4 and 5; item 3 is test_nofile_limit.py). A
+pool of 4 behind nginx, raw FastCGI clients on its sockets.
 
 1. Clients that stop reading. pool + 2 raw clients ask for a 508 KiB
    reply and never read: while the workers send, the status page shows

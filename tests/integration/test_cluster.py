@@ -33,18 +33,15 @@ Needs root and network namespaces. CFPM_CLUSTER_FAULTS=c,d,a,b,h,e,f,g
 
 import json
 import os
-import random
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
+from clientload import Load, longest_write_gap, tally  # noqa: E402
 from harness import paths, proc  # noqa: E402
-from harness.http import http_request  # noqa: E402
 from harness.tap import TAP  # noqa: E402
-from test_faults import kinds_of_failure, summarize  # noqa: E402
 
 CLUSTER_UP = os.path.join(paths.SRCDIR, "tools", "cluster-up")
 CLUSTER_DIR = os.environ.get("CFPM_CLUSTER_DIR") or "/var/tmp/cfpm-cluster"
@@ -64,8 +61,6 @@ MONITOR_HOLD_S = 8.0    # the monitor stays dead this long
 DB_HOLD_MAX_S = 45.0    # a database fault is held until writes resume ...
 DB_STABLE_ACKS = 20     # ... this many 201s from requests sent after it
 AFTER_HEAL_S = 3.0      # load goes on across the heal
-IDLE_PAUSE_S = 0.01     # between a client's requests
-FAIL_PAUSE_S = 0.05     # after a failed one (no busy loop)
 
 FAULTS = {
     "c": ("app host killed", "kill", "app1", APP_KILL_HOLD_S),
@@ -157,95 +152,6 @@ class Cluster:
         return [line.split("\t") for line in out.splitlines() if line]
 
 
-class Load:
-    """Writers (POST a marker, then GET the id given) and readers (GET ids
-    others were given; with seeded, ids 1..seeded, which every database
-    holds) against host:port until stop(). Every request is recorded:
-    (op, start, end, outcome, id, marker)."""
-
-    def __init__(self, host, port, token, kind, writers=WRITERS,
-                 readers=READERS, seeded=0):
-        self.host, self.port = host, port
-        self.auth = [("Authorization", "Bearer " + token)]
-        self.kind = kind
-        self.seeded = seeded
-        self.lock = threading.Lock()
-        self.records = []
-        self.acked = []         # ids answered 201
-        self.stopping = threading.Event()
-        self.threads = [threading.Thread(target=self._writer, args=(c,),
-                                         daemon=True)
-                        for c in range(writers)]
-        self.threads += [threading.Thread(target=self._reader, daemon=True)
-                         for _ in range(readers)]
-        for t in self.threads:
-            t.start()
-
-    def _call(self, op, method, path, body=None, marker=None):
-        headers = list(self.auth)
-        if body is not None:
-            headers.append(("Content-Type", "application/json"))
-        t = time.monotonic()
-        r = http_request(self.port, method, path, headers, body,
-                         CLIENT_TIMEOUT, self.host)
-        rid = (r.json() or {}).get("id") if r.status in (200, 201) else None
-        with self.lock:
-            self.records.append((op, t, time.monotonic(),
-                                 kinds_of_failure(r), rid, marker))
-        return r, rid
-
-    def _writer(self, c):
-        n = 0
-        while not self.stopping.is_set():
-            n += 1
-            marker = "%s.%d.%d" % (self.kind, c, n)
-            body = json.dumps({"kind": self.kind,
-                               "payload": {"m": marker}})
-            r, rid = self._call("post", "POST", "/events", body, marker)
-            if r.status != 201 or type(rid) is not int:
-                time.sleep(FAIL_PAUSE_S)
-                continue
-            with self.lock:
-                self.acked.append(rid)
-            self._call("own", "GET", "/events/%d" % rid, marker=marker)
-            time.sleep(IDLE_PAUSE_S)
-
-    def _reader(self):
-        while not self.stopping.is_set():
-            with self.lock:
-                rid = random.randint(1, self.seeded) if self.seeded else \
-                    random.choice(self.acked) if self.acked else None
-            if rid is None:
-                time.sleep(FAIL_PAUSE_S)
-                continue
-            r, _ = self._call("read", "GET", "/events/%d" % rid)
-            time.sleep(IDLE_PAUSE_S if r.status == 200 else FAIL_PAUSE_S)
-
-    def acks_since(self, t0):
-        """201s for POSTs sent after t0."""
-        with self.lock:
-            return sum(1 for op, t, _, out, _, _ in self.records
-                       if op == "post" and out == 201 and t > t0)
-
-    def stop(self):
-        self.stopping.set()
-        for t in self.threads:
-            t.join(CLIENT_TIMEOUT + 5)
-        return all(not t.is_alive() for t in self.threads)
-
-
-def longest_write_gap(records, t0, t1):
-    """The longest stretch in [t0, t1] without a 201 arriving, starting
-    at the fault: the write outage the clients saw."""
-    ends = sorted(end for op, _, end, out, _, _ in records
-                  if op == "post" and out == 201 and t0 <= end <= t1)
-    gap, last = 0.0, t0
-    for end in ends + [t1]:
-        gap = max(gap, end - last)
-        last = end
-    return gap
-
-
 def hold_fault(load, t0, hold):
     """App faults: a fixed time. Database faults: until DB_STABLE_ACKS
     writes sent after the fault were acknowledged, or DB_HOLD_MAX_S."""
@@ -297,8 +203,8 @@ def check_answers(tap, name, load):
            (name, CLIENT_TIMEOUT), "%d hung" % len(hung))
     tap.ok(not errors, "%s: no 500" % name)
     return {"stale_reads": len(stale), "hung": len(hung),
-            "writes": summarize(str(r[3]) for r in recs if r[0] == "post"),
-            "reads": summarize(str(r[3]) for r in recs if r[0] != "post"),
+            "writes": tally(str(r[3]) for r in recs if r[0] == "post"),
+            "reads": tally(str(r[3]) for r in recs if r[0] != "post"),
             "slowest_s": round(max([r[2] - r[1] for r in recs] or [0]), 1)}
 
 
@@ -307,7 +213,8 @@ def run_fault(tap, cl, key):
     kind = "cluster-%s-%d" % (key, os.getpid())
     tap.diag("-- %s. %s" % (key, name))
     target = cl.resolve(host)
-    load = Load(*cl.balancer(), cl.token, kind)
+    load = Load(*cl.balancer(), cl.token, kind, writers=WRITERS,
+                readers=READERS, timeout=CLIENT_TIMEOUT)
     time.sleep(WARMUP_S)
     rc, _ = cl.tool("--" + action, target)
     t0 = time.monotonic()

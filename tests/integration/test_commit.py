@@ -42,8 +42,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
 import pgproxy  # noqa: E402
 from cfpmtest import seeded_row  # noqa: E402
-from test_faults import DROPPED, Mixed, Writers, held_requests, \
-    log_text, status_json, summarize  # noqa: E402
+from clientload import DROPPED, Mixed, Writers, held_requests, \
+    tally  # noqa: E402
 
 POOL = 3
 CUT_POOL = 2
@@ -76,7 +76,7 @@ def post_marker(st, marker, timeout=10):
 
 
 def log_since(c, mark):
-    return log_text(c.log)[mark:].splitlines()
+    return ct.log_text(c.log)[mark:].splitlines()
 
 
 def start_proxy(st, tcp=False):
@@ -268,7 +268,7 @@ def check_sync_rep(st):
     c = st.start_cfpm({"pm.max_children": CUT_POOL,
                        "db.timeout": SYNC_DB_TIMEOUT_S})
     before = c.workers()
-    mark = len(log_text(c.log))
+    mark = len(ct.log_text(c.log))
     st.pg.psql("ALTER SYSTEM SET synchronous_standby_names = "
                "'cfpm_no_such_standby'")
     st.pg.psql("SELECT pg_reload_conf()")
@@ -347,7 +347,7 @@ def audit(st, w, kind):
     a["rows_dropped"] = [m for m in a["dropped"] if m in by_marker]
     a["ghosts"] = [m for m in a["errors"] if m in by_marker]
     a["strangers"] = [m for m in by_marker if m not in outcomes]
-    a["statuses"] = summarize(o for o, _ in outcomes.values())
+    a["statuses"] = tally(o for o, _ in outcomes.values())
     return a
 
 
@@ -403,7 +403,7 @@ def check_crash_loop(st):
            "strangers %r" % a["strangers"][:10])
     tap.ok(not a["errors"], "crash loop: every answer is 201, 503 or a "
            "dropped request (no 500, no 4xx)",
-           "others %r" % summarize(a["errors"].values()))
+           "others %r" % tally(a["errors"].values()))
     tap.ok(c.workers() == before and not ct.crash_lines(c),
            "crash loop: the same workers served throughout (no crash)",
            "before %r, after %r" % (before, c.workers()), *ct.crash_lines(c))
@@ -425,7 +425,7 @@ def check_outage_log(st):
     c = st.start_cfpm({"pm.max_children": POOL})
     before = c.workers()
     tok = st.tokens["valid"]
-    mark = len(log_text(c.log))
+    mark = len(ct.log_text(c.log))
     load = Mixed(st, tok)
     time.sleep(1.0)
 
@@ -443,7 +443,7 @@ def check_outage_log(st):
     log = load.stop()
     answered = sum(1 for x in log if x[1] == 503)
     tap.diag("outage: down %.1fs, %d requests, statuses %r" % (
-        t_up - t_stop, len(log), summarize(x[1] for x in log)))
+        t_up - t_stop, len(log), tally(x[1] for x in log)))
     lines = [l for l in log_since(c, mark) if "database" in l]
     for l in lines:
         tap.diag("  " + l)
@@ -460,7 +460,7 @@ def check_outage_log(st):
         tap.ok(abs(said - answered) <= max(5, answered // 20),
                "outage: the master's count of 503s (%d) matches what the "
                "clients got (%d)" % (said, answered))
-    per_worker = summarize(WORKER.search(l).group(1) for l in lines
+    per_worker = tally(WORKER.search(l).group(1) for l in lines
                            if WORKER.search(l))
     tap.cmp_ok(len(lines), "<=", LINES_PER_WORKER * POOL + 3,
                "outage: %d database lines in the log for %d 503s (at most "
@@ -472,7 +472,7 @@ def check_outage_log(st):
     tap.ok(not [x for x in log if x[1] == 500], "outage: no 500")
     ok = ct.wait_for(lambda: all(
         p.get("database") == "ok" for p in
-        (status_json(st, "full&json") or {}).get("processes", [{}])), 5)
+        (st.status_json("full&json") or {}).get("processes", [{}])), 5)
     tap.ok(ok, "outage: every worker's database state is ok again")
     tap.ok(c.workers() == before and not ct.crash_lines(c),
            "outage: the same workers served throughout (no crash)",

@@ -45,45 +45,14 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
+from clientload import DROPPED, Mixed, Writers, held_requests, \
+    tally  # noqa: E402
 
 POOL = 3
-BENCH_BODY = ('{"kind":"page_view","payload":{"path":"/pricing","ms":182,'
-              '"ref":"newsletter"}}')
-
-# Statuses that mean "the request was dropped on the way" (the outcome of a
-# write is unknown): nginx's 502/504 while cfpm is down or a worker died
-# mid-request, and client-side connection errors/timeouts (status 0).
-DROPPED = (0, 502, 504)
 
 
 # ---------------------------------------------------------------------------
 # Helpers
-
-def kinds_of_failure(r):
-    """'timeout', 'connection error' or the status, for a Response."""
-    if r.status:
-        return r.status
-    err = getattr(r, "error", "") or ""
-    return "timeout" if "timed out" in err or "Timeout" in err \
-        else "connection error"
-
-
-def summarize(values):
-    out = {}
-    for v in values:
-        out[v] = out.get(v, 0) + 1
-    return dict(sorted(out.items(), key=lambda kv: str(kv[0])))
-
-
-def log_text(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-
 
 def wchan(pid):
     """The kernel function pid sleeps in (e.g. poll vs. accept)."""
@@ -94,14 +63,9 @@ def wchan(pid):
         return "?"
 
 
-def status_json(st, query="json"):
-    r = st.get("/status?" + query, timeout=5)
-    return r.json() if r.status == 200 else None
-
-
 def worker_requests(st):
     """pid -> requests served, from the master's status page."""
-    j = status_json(st, "full&json") or {}
+    j = st.status_json("full&json") or {}
     return {p.get("pid"): p.get("requests")
             for p in j.get("processes", []) if isinstance(p, dict)}
 
@@ -112,72 +76,8 @@ def write_conf(st, extra=None):
     return st.write_config(s)
 
 
-def held_requests(st, reqs):
-    """Takes the table lock, starts every request of reqs (callables) in a
-    thread, waits until all of them wait on the lock (so each sits in a
-    different worker, inside the database), releases; returns
-    (all_waiting, [Response])."""
-    holder = st.pg.lock_table()
-    results = [None] * len(reqs)
-
-    def run(i):
-        results[i] = reqs[i]()
-    ts = [threading.Thread(target=run, args=(i,), daemon=True)
-          for i in range(len(reqs))]
-    try:
-        for t in ts:
-            t.start()
-        waiting = ct.wait_for(lambda: st.pg.waiting_locks() >= len(reqs),
-                              10, 0.1)
-    finally:
-        st.pg.release_lock(holder)
-    for t in ts:
-        t.join(30)
-    return bool(waiting), results
-
-
 # ---------------------------------------------------------------------------
 # 1. Crash test
-
-class Writers:
-    """n client threads posting {"kind":kind,"payload":{"c":client,"n":seq}}
-    until the deadline; every request's outcome is recorded."""
-
-    def __init__(self, st, token, n, seconds, kind):
-        self.st = st
-        self.token = token
-        self.kind = kind
-        self.deadline = time.monotonic() + seconds
-        self.lock = threading.Lock()
-        self.outcomes = {}      # (c, n) -> (status or kind of failure, id)
-        self.acked_at = []      # monotonic time of each 201
-        self.threads = [threading.Thread(target=self._run, args=(c,),
-                                         daemon=True) for c in range(n)]
-        for t in self.threads:
-            t.start()
-
-    def _run(self, c):
-        n = 0
-        while time.monotonic() < self.deadline:
-            n += 1
-            body = json.dumps({"kind": self.kind,
-                               "payload": {"c": c, "n": n}})
-            r = self.st.post("/events", body, self.token, timeout=5)
-            out = kinds_of_failure(r)
-            rid = None
-            if r.status == 201:
-                rid = (r.json() or {}).get("id")
-            with self.lock:
-                self.outcomes[(c, n)] = (out, rid)
-                if r.status == 201:
-                    self.acked_at.append(time.monotonic())
-            if r.status != 201:
-                time.sleep(0.02)    # no busy loop while cfpm is down
-
-    def join(self):
-        for t in self.threads:
-            t.join(max(1, self.deadline - time.monotonic() + 10))
-
 
 def check_crash(st):
     tap = st.tap
@@ -251,7 +151,7 @@ def check_crash(st):
     unknown = {m: out for m, (out, _) in outcomes.items()
                if out in DROPPED or out in ("timeout", "connection error")}
     tap.diag("crash: %d requests, outcomes %r" %
-             (len(outcomes), summarize(o for o, _ in outcomes.values())))
+             (len(outcomes), tally(o for o, _ in outcomes.values())))
 
     # What the table holds.
     rows = st.pg.psql("SELECT id, payload->>'c', payload->>'n' FROM events "
@@ -282,7 +182,7 @@ def check_crash(st):
     tap.diag("crash figures: unknown outcome (502/504/connection error/"
              "timeout) %d, of which %d rows exist; HTTP-error answers %d "
              "%r" % (len(unknown), len(unknown_rows), len(errors),
-                     summarize(errors.values())))
+                     tally(errors.values())))
     tap.ok(len(acked) > 50, "crash: many writes acknowledged (%d)" %
            len(acked))
     tap.ok(not missing and not bad_ids,
@@ -316,51 +216,6 @@ def check_crash(st):
 # ---------------------------------------------------------------------------
 # 2. PostgreSQL restart under mixed load
 
-class Mixed:
-    """Readers (GET /events/N), writers (POST) and token-only requests
-    (GET /auth) until stop(); every request's (what, status, elapsed,
-    start, end) is kept."""
-
-    def __init__(self, st, token, seconds=60):
-        self.st = st
-        self.token = token
-        self.lock = threading.Lock()
-        self.log = []
-        self.halt = threading.Event()
-        self.deadline = time.monotonic() + seconds
-        plan = ["read", "read", "write", "write", "auth"]
-        self.threads = [threading.Thread(target=self._run, args=(w, i),
-                                         daemon=True)
-                        for i, w in enumerate(plan)]
-        for t in self.threads:
-            t.start()
-
-    def _run(self, what, k):
-        i = 0
-        while not self.halt.is_set() and time.monotonic() < self.deadline:
-            i += 1
-            t0 = time.monotonic()
-            if what == "read":
-                r = self.st.get("/events/%d" % (1 + (i * 7 + k) % 1000),
-                                self.token, timeout=10)
-            elif what == "write":
-                r = self.st.post("/events", BENCH_BODY, self.token,
-                                 timeout=10)
-            else:
-                r = self.st.get("/auth", self.token, timeout=10)
-            t1 = time.monotonic()
-            with self.lock:
-                self.log.append((what, r.status, t1 - t0, t0, t1,
-                                 r.body[:200]))
-            time.sleep(0.01)
-
-    def stop(self):
-        self.halt.set()
-        for t in self.threads:
-            t.join(20)
-        return list(self.log)
-
-
 def check_pg_restart(st):
     tap = st.tap
     tap.diag("-- 2. PostgreSQL restart (-m fast) under mixed load")
@@ -368,7 +223,7 @@ def check_pg_restart(st):
     tok = st.tokens["valid"]
     master = c.pid
     before = c.workers()
-    log_mark = len(log_text(c.log))
+    log_mark = len(ct.log_text(c.log))
     load = Mixed(st, tok)
     time.sleep(1.5)
 
@@ -409,7 +264,7 @@ def check_pg_restart(st):
     time.sleep(0.5)
     log = load.stop()
 
-    statuses = summarize(s for _, s, _, _, _, _ in log)
+    statuses = tally(s for _, s, _, _, _, _ in log)
     tap.diag("pg restart: %d requests under load, statuses %r" %
              (len(log), statuses))
     e500 = [x for x in log if x[1] == 500]
@@ -432,11 +287,11 @@ def check_pg_restart(st):
               x[4] <= t_start]
     tap.ok(during and all(x[1] == 503 for x in during),
            "pg restart: database requests during the outage are 503 (%d)" %
-           len(during), "statuses %r" % summarize(x[1] for x in during))
+           len(during), "statuses %r" % tally(x[1] for x in during))
     auth = [x for x in log if x[0] == "auth"]
     tap.ok(auth and all(x[1] == 200 for x in auth),
            "pg restart: GET /auth (no database) stays 200 throughout (%d)" %
-           len(auth), "statuses %r" % summarize(x[1] for x in auth))
+           len(auth), "statuses %r" % tally(x[1] for x in auth))
     dbok = [x for x in log if x[0] != "auth" and x[1] in (200, 201)]
     tap.ok([x for x in dbok if x[3] > t_up],
            "pg restart: the load got 2xx again after the restart")
@@ -445,7 +300,7 @@ def check_pg_restart(st):
     # only a hot few busy): every worker's database state on the status
     # page is "ok" again within 5 s.
     def all_db_ok():
-        ps = (status_json(st, "full&json") or {}).get("processes", [])
+        ps = (st.status_json("full&json") or {}).get("processes", [])
         return len(ps) == POOL and all(p.get("database") == "ok"
                                        for p in ps)
     t0 = time.monotonic()
@@ -462,13 +317,13 @@ def check_pg_restart(st):
            "worker) all 200: every worker's read statement is prepared" %
            POOL, "waiting %r, got %r" % (waiting, res))
     waiting, res = held_requests(
-        st, [lambda: st.post("/events", BENCH_BODY, tok, timeout=20)
+        st, [lambda: st.post("/events", ct.BENCH_BODY, tok, timeout=20)
              for _ in range(POOL)])
     tap.ok(waiting and all(r is not None and r.status == 201 for r in res),
            "pg restart: %d writes held at once all 201: every worker's "
            "insert statement is prepared" % POOL,
            "waiting %r, got %r" % (waiting, res))
-    prepared = log_text(c.log)[log_mark:].count(
+    prepared = ct.log_text(c.log)[log_mark:].count(
         "database: connected and prepared")
     tap.cmp_ok(prepared, ">=", POOL, "pg restart: the log shows every "
                "worker reconnected and prepared again")
@@ -529,12 +384,12 @@ def check_pg_down_at_start(st):
                "workers' kernel wait channels: %r" % {
                    p: wchan(p) for p in c.workers()},
                "database connections made: %d of %d" % (
-                   log_text(c.log).count("connected and prepared"), POOL))
+                   ct.log_text(c.log).count("connected and prepared"), POOL))
         codes = [st.get("/events/%d" % i, st.tokens["valid"]).status
                  for i in range(1, 11)]
         tap.ok(all(x == 200 for x in codes), "db up: reads succeed",
                "statuses %r" % codes)
-        tap.is_(st.post("/events", BENCH_BODY, st.tokens["valid"]).status,
+        tap.is_(st.post("/events", ct.BENCH_BODY, st.tokens["valid"]).status,
                 201, "db up: a write succeeds")
         tap.is_(st.get("/health").status, 200, "db up: /health is 200")
         tap.ok(c.alive(), "db up: the same master serves")
@@ -567,7 +422,7 @@ def check_pg_down_at_start(st):
                "workers' kernel wait channels: %r" % {
                    p: wchan(p) for p in c.workers()},
                "database connections made: %d of %d" % (
-                   log_text(c.log).count("connected and prepared"), POOL))
+                   ct.log_text(c.log).count("connected and prepared"), POOL))
         tap.is_(st.get("/events/1", st.tokens["valid"]).status, 200,
                 "db down at start, logs reopened: reads succeed")
         tap.is_(st.stop_cfpm(c), 0, "db down at start, logs reopened: cfpm "
@@ -625,7 +480,7 @@ def check_client_abort(st):
     c = st.start_cfpm(conf=write_conf(st))
     tok = st.tokens["valid"]
     before = c.workers()
-    mark = len(log_text(c.log))
+    mark = len(ct.log_text(c.log))
     n0 = st.pg.row_count()
 
     # (a) A POST stuck in the database; the client hangs up after 0.5 s.
@@ -638,7 +493,7 @@ def check_client_abort(st):
         tap.ok(stuck, "abort: the POST is in flight, blocked in the "
                "database")
         backend = lock_waiters(st)
-        for p in (status_json(st, "full&json") or {}).get("processes", []):
+        for p in (st.status_json("full&json") or {}).get("processes", []):
             if p.get("request uri") == "/events" and \
                     p.get("state") != "Idle":
                 busy_pid, busy_n = p.get("pid"), p.get("requests")
@@ -662,7 +517,7 @@ def check_client_abort(st):
         tap.is_(r.status, 200, "abort: other workers serve meanwhile")
 
         def finished():
-            for p in (status_json(st, "full&json") or {}).get(
+            for p in (st.status_json("full&json") or {}).get(
                     "processes", []):
                 if p.get("pid") == busy_pid:
                     return p.get("state") == "Idle" and \
@@ -673,7 +528,7 @@ def check_client_abort(st):
                "again")
         noticed = ct.wait_for(lambda: "POST /events: client went away; "
                               "statement abandoned" in
-                              log_text(c.log)[mark:], 3)
+                              ct.log_text(c.log)[mark:], 3)
         tap.ok(noticed, "abort: the worker noticed the client had left and "
                "abandoned its statement (log line)")
         # Its connection dropped, the server ends the statement itself
@@ -704,7 +559,7 @@ def check_client_abort(st):
         tap.ok(busy, "abort: all %d workers busy in the database" % POOL)
         s = open_request(st, "POST", "/events", tok,
                          b'{"kind":"abort","payload":{"m":"queued"}}')
-        queued = ct.wait_for(lambda: (status_json(st) or {}).get(
+        queued = ct.wait_for(lambda: (st.status_json() or {}).get(
             "listen queue", 0) >= 1, 5, 0.05)
         tap.ok(queued, "abort: a request waits in the listen queue")
         time.sleep(0.5)
@@ -726,12 +581,12 @@ def check_client_abort(st):
     codes = []
     for i in range(30):
         if i % 3 == 2:
-            codes.append(st.post("/events", BENCH_BODY, tok).status)
+            codes.append(st.post("/events", ct.BENCH_BODY, tok).status)
         else:
             codes.append(st.get("/events/%d" % (1 + i), tok).status)
     tap.ok(all(x in (200, 201) for x in codes),
            "abort: the next 30 requests are all served",
-           "statuses %r" % summarize(codes))
+           "statuses %r" % tally(codes))
     tap.is_(c.workers(), before, "abort: same workers, all alive")
     tap.is_(ct.crash_lines(c), [], "abort: no worker crash in the log")
     tap.ok(c.alive(), "abort: master alive")
@@ -835,7 +690,7 @@ def keepalive_batch(st, tok, nconn, per_conn):
                                                         1000), headers=hdr)
                 elif kind == 1:
                     hdr["Content-Type"] = "application/json"
-                    conn.request("POST", "/events", body=BENCH_BODY,
+                    conn.request("POST", "/events", body=ct.BENCH_BODY,
                                  headers=hdr)
                 else:
                     conn.request("GET", "/auth", headers=hdr)
@@ -923,9 +778,9 @@ def run_loaders(st, nproc, count, seconds, plan):
         except Exception:
             ct.stop(p, signal.SIGKILL)
         try:
-            j = json.loads(log_text(out).strip().splitlines()[-1])
+            j = json.loads(ct.log_text(out).strip().splitlines()[-1])
         except (ValueError, IndexError):
-            bad["loader failed: " + log_text(out)[-200:]] = 1
+            bad["loader failed: " + ct.log_text(out)[-200:]] = 1
             continue
         done += j["done"]
         reconnects += j["reconnects"]
@@ -967,7 +822,7 @@ def check_resource_limits(st):
            "to nginx (half silent, half with a partial request head)" %
            len(idle), err or "")
     time.sleep(0.5)
-    j = status_json(st) or {}
+    j = st.status_json() or {}
     tap.ok(j.get("idle processes") == POOL and
            j.get("active processes") == 0,
            "limits: idle client connections occupy no worker",
@@ -981,7 +836,7 @@ def check_resource_limits(st):
            "limits: 1,000 requests on 10 keep-alive connections all 2xx "
            "while %d idle connections are held (%.1fs, %d reconnects)" %
            (len(idle), dt, reconnects),
-           "%d answers, failures %r" % (len(results), summarize(bad)))
+           "%d answers, failures %r" % (len(results), tally(bad)))
     n_open = still_open(idle)
     tap.is_(n_open, len(idle), "limits: the idle connections are still "
             "open afterwards")
@@ -1069,7 +924,7 @@ def check_rotation(st):
         tap.ok(r.status == 200 and r.json() == ok_body,
                "rotation: both keys loaded: a %s-key token is accepted" %
                name, "got %r" % r)
-        r = st.post("/events", BENCH_BODY, t)
+        r = st.post("/events", ct.BENCH_BODY, t)
         tap.is_(r.status, 201, "rotation: a %s-key token can write" % name)
     r = st.get("/auth", old.mint(kid="new"))
     tap.is_(r.status, 401, "rotation: kid new signed by the old key is 401")
@@ -1084,7 +939,7 @@ def check_rotation(st):
         while not halt.is_set():
             i += 1
             if (i + k) % 3 == 0:
-                r = st.post("/events", BENCH_BODY, tnew, timeout=10)
+                r = st.post("/events", ct.BENCH_BODY, tnew, timeout=10)
             elif (i + k) % 3 == 1:
                 r = st.get("/events/%d" % (1 + i % 1000), tnew, timeout=10)
             else:
@@ -1117,11 +972,11 @@ def check_rotation(st):
     tap.ok(len(during) > 10 and not bad,
            "rotation: the new-key stream never failed (%d requests, %d "
            "around and after the reload)" % (len(stream), len(during)),
-           "failures %r" % summarize(bad))
+           "failures %r" % tally(bad))
     for path, m in (("/auth", "GET"), ("/events/1", "GET"),
                     ("/events", "POST")):
         r = st.request(m, path, token=told,
-                       body=BENCH_BODY if m == "POST" else None,
+                       body=ct.BENCH_BODY if m == "POST" else None,
                        ctype="application/json" if m == "POST" else None)
         tap.ok(r.status == 401 and r.json() == {"error": "invalid_token"} and
                r.header("www-authenticate") == ct.WWW_INVALID_TOKEN,

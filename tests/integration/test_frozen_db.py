@@ -43,8 +43,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
-from test_cluster import Load, longest_write_gap  # noqa: E402
-from test_faults import kinds_of_failure, log_text, summarize  # noqa: E402
+from clientload import Load, longest_write_gap, tally  # noqa: E402
 
 POOL = 4
 WRITERS = 2             # with READERS and the probes: fewer clients than
@@ -70,7 +69,7 @@ LOG_LINES_MAX = 5 * POOL + 5    # per worker: lost, unavailable (flood
 
 
 def start_load(st, kind, seeded=0):
-    """Writers and readers through the stack's nginx (test_cluster's)."""
+    """Writers and readers through the stack's nginx (clientload.Load)."""
     return Load("127.0.0.1", st.http_port, st.tokens["valid"], kind,
                 writers=WRITERS, readers=READERS, seeded=seeded)
 
@@ -94,7 +93,7 @@ class Probes:
                 r = self.st.get(path, self.st.tokens["valid"],
                                 timeout=CLIENT_TIMEOUT_S)
                 self.records.append((path, t, time.monotonic(),
-                                     kinds_of_failure(r)))
+                                     ct.outcome(r)))
             self.stopping.wait(PROBE_EVERY_S)
 
     def stop(self):
@@ -147,19 +146,19 @@ def check_answers(tap, name, load, probes, t_frozen, t_thaw):
            (name, len(recs), slowest))
     tap.ok(not bad, "%s: every answer 200, 201 or 503 (no 500, 502, 504 "
            "or dropped request)" % name,
-           "statuses %r" % summarize(str(r[3]) for r in recs))
+           "statuses %r" % tally(str(r[3]) for r in recs))
     during = [r for r in recs if r[1] > t_frozen and r[2] < t_thaw]
     tap.ok(during and all(r[3] == 503 for r in during), "%s: every request "
            "sent while frozen is 503 (%d)" % (name, len(during)),
-           "statuses %r" % summarize(str(r[3]) for r in during))
+           "statuses %r" % tally(str(r[3]) for r in during))
     check_probes(tap, name, probes)
     frozen = [p for p in probes.records if p[0] == "/health" and
               p[1] > t_frozen and p[2] < t_thaw]
     tap.ok(frozen and all(p[3] == 503 for p in frozen), "%s: /health is 503 "
            "while the database is frozen (%d probes)" % (name, len(frozen)),
-           "statuses %r" % summarize(str(p[3]) for p in frozen))
+           "statuses %r" % tally(str(p[3]) for p in frozen))
     tap.diag("%s: requests %r, slowest %.2f s" % (
-        name, summarize(str(r[3]) for r in recs), slowest))
+        name, tally(str(r[3]) for r in recs), slowest))
 
 
 def check_probes(tap, name, probes):
@@ -174,7 +173,7 @@ def check_probes(tap, name, probes):
     if auth:
         tap.ok(all(p[3] == 200 for p in auth), "%s: /auth (no database) is "
                "200 throughout" % name,
-               "statuses %r" % summarize(str(p[3]) for p in auth))
+               "statuses %r" % tally(str(p[3]) for p in auth))
 
 
 def check_recovery(tap, name, st, load, probes, t_thaw):
@@ -214,7 +213,7 @@ def stored_rows(pg, kind, host="a"):
 
 
 def check_logs(tap, name, c, mark):
-    lines = log_text(c.log)[mark:].splitlines()
+    lines = ct.log_text(c.log)[mark:].splitlines()
     said = [l for l in lines if "no answer within" in l]
     tap.ok(said and len(lines) <= LOG_LINES_MAX, "%s: the outage is logged "
            "in %d lines (at most %d), naming the missing answer" % (
@@ -246,7 +245,7 @@ def run_frozen(st, name, conninfo, kind):
     before = pool_of(c)
     traffic = (start_load(st, kind), Probes(st))
     time.sleep(WARMUP_S)
-    mark = len(log_text(c.log))
+    mark = len(ct.log_text(c.log))
     st.pg.freeze()
     took = thaw_and_check(st, name, kind, time.monotonic(), *traffic)
     nlines = check_logs(tap, name, c, mark)
@@ -277,10 +276,10 @@ def run_frozen_at_start(st, kind):
     tap.ok(answered, "%s: the pool answers /health 503 within %d s of its "
            "start (%.1f s)" % (name, START_LIMIT_S,
                                time.monotonic() - t_frozen))
-    mark = len(log_text(c.log))
+    mark = len(ct.log_text(c.log))
     thaw_and_check(st, name, kind, t_frozen, start_load(st, kind),
                    Probes(st))
-    lines = log_text(c.log)[mark:].splitlines()
+    lines = ct.log_text(c.log)[mark:].splitlines()
     tap.ok(len(lines) <= LOG_LINES_MAX, "%s: %d log lines while frozen (at "
            "most %d)" % (name, len(lines), LOG_LINES_MAX), *lines[-40:])
     tap.ok(c.alive(), "%s: the master lives" % name)
@@ -322,7 +321,7 @@ def run_multi_host(st, kind):
            "within db.timeout + 1 s (slowest %.2f s)" % (name, slowest))
     tap.ok(all(r[3] in (200, 201, 503) for r in recs), "%s: every answer "
            "200, 201 or 503" % name,
-           "statuses %r" % summarize(str(r[3]) for r in recs))
+           "statuses %r" % tally(str(r[3]) for r in recs))
     check_probes(tap, name, probes)
     stored = stored_rows(a, kind, "a")
     for m, ids in stored_rows(b, kind, "b").items():

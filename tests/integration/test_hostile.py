@@ -35,8 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
 
 POOL = 3
-BENCH_BODY = ('{"kind":"page_view","payload":{"path":"/pricing","ms":182,'
-              '"ref":"newsletter"}}')
+BENCH_BODY = ct.BENCH_BODY
 OK_BODY = {"sub": ct.SUBJECT, "scope": ct.SCOPE}
 H = '{"alg":"RS256","typ":"JWT","kid":"bench-1"}'
 
@@ -206,110 +205,201 @@ class Check:
 
 
 # ---------------------------------------------------------------------------
-# Token cases
+# Token cases: tables of named cases, in the order they run. Each builds
+# its token from a TokenKit (the keys, the time, the good token and its
+# parts); a build that returns None does not apply to today's token (a
+# signature without + or /, a segment without spare bits) and is left out.
+# The statuses are the documented ones for GET /auth; POST /events gets the
+# same (201 in place of 200).
 
-def token_cases(st, listener, attacker):
-    """(desc, Authorization value, GET /auth statuses, nginx statuses).
-    The statuses are the documented ones; POST /events gets the same (201
-    in place of 200)."""
-    k = st.keys
-    now = int(time.time())
-    valid = st.tokens["valid"]
-    vs = valid.split(".")[2]
+OK200 = ({200}, ())         # (cfpm's statuses, nginx's own statuses)
+I401 = ({401}, ())
 
-    def claims(**kw):
-        return ct.claims_json(now, **kw)
 
-    def raw_claims(**kw):
+class TokenCase:
+    """desc: the TAP description ("{len}" stands for the token's length);
+    build(kit) -> the token (or the whole Authorization value if bare),
+    or None; want: (cfpm's statuses, nginx's statuses)."""
+
+    def __init__(self, desc, build, want=I401, bare=False):
+        self.desc, self.build, self.want, self.bare = desc, build, want, bare
+
+
+class TokenKit:
+    """What the token cases are made of: the server's keys (k) and the
+    attacker's, the jku/x5u listener's URL, now, the bench claims C (as
+    JSON text), and a good token signed here over them: its segments gh,
+    gp, gs and its signature's bytes gsig; vs is the signature of the
+    harness's valid token (other claims)."""
+
+    def __init__(self, st, listener, attacker):
+        self.k = st.keys
+        self.attacker = attacker
+        self.now = int(time.time())
+        self.vs = st.tokens["valid"].split(".")[2]
+        self.C = self.claims()
+        self.good = sign_text(self.k, b64u(H.encode()) + "." +
+                              b64u(self.C.encode()))
+        self.gh, self.gp, self.gs = self.good.split(".")
+        self.gsig = base64.urlsafe_b64decode(self.gs +
+                                             "=" * (-len(self.gs) % 4))
+        with open(self.k.pub, "rb") as f:
+            self.pem = f.read()
+        with open(attacker.jwks) as f:
+            self.ajwk = json.load(f)["keys"][0]
+        self.port = listener.port
+        self.url = "http://127.0.0.1:%d" % listener.port
+
+    def claims(self, **kw):
+        """The bench claims at now, kw added or replacing (None drops)."""
+        return ct.claims_json(self.now, **kw)
+
+    def raw_claims(self, **kw):
         """claims() with members given as raw JSON text."""
-        text = claims(**{n: None for n in kw})[:-1]
+        text = self.claims(**{n: None for n in kw})[:-1]
         for n, v in kw.items():
             text += ',"%s":%s' % (n, v)
         return text + "}"
-    C = claims()
-    base = b64u(H.encode()) + "." + b64u(C.encode())
-    good = sign_text(k, base)
-    gh, gp, gs = good.split(".")
-    B = "Bearer "
-    I401 = ({401}, ())
-    cases = []
 
-    def add(desc, tok, want=I401, raw=False):
-        cases.append((desc, tok if raw else B + tok, want[0], want[1]))
+    def jws(self, header, payload, alg="RS256"):
+        """header.payload signed with the server's key (see jws())."""
+        return jws(self.k, header, payload, alg)
 
-    # -- controls ----------------------------------------------------------
-    add("control: a token signed here over the bench claims", good,
-        ({200}, ()))
-    add("control: nbf negative (-1: 1969, a valid past date)",
-        jws(k, H, raw_claims(nbf="-1")), ({200}, ()))
+    def signed(self, signing_input):
+        """A token over a given signing input, with the server's key."""
+        return sign_text(self.k, signing_input)
 
-    # -- alg ---------------------------------------------------------------
-    for alg in ("none", "None", "NONE", "nOnE"):
-        h = '{"alg":"%s","typ":"JWT","kid":"bench-1"}' % alg
-        add("alg %s, empty signature" % alg,
-            b64u(h.encode()) + "." + b64u(C.encode()) + ".")
-    add("alg none with a valid RS256 signature",
-        jws(k, '{"alg":"none","typ":"JWT","kid":"bench-1"}', C))
-    add("alg missing", jws(k, '{"typ":"JWT","kid":"bench-1"}', C))
-    add("alg rs256 (lower case)",
-        jws(k, '{"alg":"rs256","typ":"JWT","kid":"bench-1"}', C))
-    add("alg \"RS256 \" (trailing space)",
-        jws(k, '{"alg":"RS256 ","typ":"JWT","kid":"bench-1"}', C))
-    add("alg empty", jws(k, '{"alg":"","typ":"JWT","kid":"bench-1"}', C))
-    add("alg null", jws(k, '{"alg":null,"typ":"JWT","kid":"bench-1"}', C))
-    add("alg [\"RS256\"]",
-        jws(k, '{"alg":["RS256"],"typ":"JWT","kid":"bench-1"}', C))
-    add("alg RS256\\u0000",
-        jws(k, '{"alg":"RS256\\u0000","typ":"JWT","kid":"bench-1"}', C))
-    with open(k.pub, "rb") as f:
-        pem = f.read()
-    for desc, key in (("the PEM file bytes", pem),
-                      ("the PEM without its final newline", pem.rstrip()),
-                      ("the PEM body (base64 only)", b"".join(
-                          l for l in pem.splitlines()
-                          if not l.startswith(b"-----")))):
-        h = '{"alg":"HS256","typ":"JWT","kid":"bench-1"}'
-        si = b64u(h.encode()) + "." + b64u(C.encode())
-        mac = hmac.new(key, si.encode(), hashlib.sha256).digest()
-        add("HS256 keyed with %s" % desc, si + "." + b64u(mac))
-    add("RS384 (a real RS384 signature)",
-        jws(k, '{"alg":"RS384","typ":"JWT","kid":"bench-1"}', C,
-            alg="RS384"))
-    add("PS256 (a real PSS signature)",
-        jws(k, '{"alg":"PS256","typ":"JWT","kid":"bench-1"}', C,
-            alg="PS256"))
-    add("alg RS256 but a PSS signature",
-        jws(k, H, C, alg="PS256"))
-    add("alg PS256 with a PKCS#1 v1.5 signature",
-        jws(k, '{"alg":"PS256","typ":"JWT","kid":"bench-1"}', C))
+    def with_sig(self, sig):
+        """The good header and payload with signature bytes sig."""
+        return self.gh + "." + self.gp + "." + b64u(sig)
 
-    # -- embedded keys and key URLs (attacker-signed) ----------------------
-    with open(attacker.jwks) as f:
-        ajwk = json.load(f)["keys"][0]
-    url = "http://127.0.0.1:%d" % listener.port
-    for desc, h in (
-            ("embedded jwk (attacker's key, kid bench-1)",
-             {"alg": "RS256", "kid": "bench-1", "jwk": ajwk}),
-            ("embedded jwk, no kid", {"alg": "RS256", "jwk": ajwk}),
-            ("jku to a local listener", {"alg": "RS256", "kid": "bench-1",
-                                         "jku": url + "/jwks.json"}),
-            ("jku (https) with an unknown kid",
-             {"alg": "RS256", "kid": "attacker-1",
-              "jku": "https://127.0.0.1:%d/jwks.json" % listener.port}),
-            ("x5u to a local listener", {"alg": "RS256", "kid": "bench-1",
-                                         "x5u": url + "/cert.pem"}),
-            ("jku and x5u, no kid", {"alg": "RS256",
-                                     "jku": url + "/a", "x5u": url + "/b"}),
-            ("x5c (self-made chain)", {"alg": "RS256", "kid": "bench-1",
-                                       "x5c": [ajwk["n"]]})):
-        add("%s, signed by the attacker" % desc,
-            jws(attacker, json.dumps(h), C))
-    add("jku to a local listener, signed by the real key (unknown header "
-        "parameters may be ignored: 200 or 401, but no fetch)",
-        jws(k, json.dumps({"alg": "RS256", "kid": "bench-1",
-                           "jku": url + "/real"}), C), ({200, 401}, ()))
+    def signed_segments(self, header_seg, payload_seg):
+        """A token over the two segments as given; None if one is None."""
+        si = dotted(header_seg, payload_seg)
+        return None if si is None else self.signed(si)
 
-    # -- kid ---------------------------------------------------------------
+    def unsigned(self, header):
+        """header.C. with an empty signature."""
+        return b64u(header.encode()) + "." + b64u(self.C.encode()) + "."
+
+
+def hdr(alg_json, rest=',"typ":"JWT","kid":"bench-1"'):
+    """A JOSE header whose alg member is the JSON text alg_json."""
+    return '{"alg":%s%s}' % (alg_json, rest)
+
+
+def hs256(kit, key):
+    """An HS256 token over C keyed with key (the confusion attack)."""
+    si = b64u(hdr('"HS256"').encode()) + "." + b64u(kit.C.encode())
+    return si + "." + b64u(hmac.new(key, si.encode(),
+                                    hashlib.sha256).digest())
+
+
+def padded_json(text):
+    """text with spaces before its closing brace until its length is not a
+    multiple of 3 (so its base64url needs padding)."""
+    while len(text) % 3 == 0:
+        text = text[:-1] + " }"
+    return text
+
+
+def standard_only(text):
+    """text grown until its standard base64 differs from its base64url
+    (holds + or /)."""
+    while b64std(text.encode()) == b64u(text.encode()):
+        text = text[:-1] + ',"x":"%s"}' % ("?>~" * 3)
+    return text
+
+
+def if_changed(a, b):
+    """b, or None when it is a (the case does not apply)."""
+    return None if b == a else b
+
+
+def dotted(*segs):
+    """The segments joined by dots; None if one of them is None (the case
+    does not apply)."""
+    return None if None in segs else ".".join(segs)
+
+
+CONTROL_CASES = (
+    TokenCase("control: a token signed here over the bench claims",
+              lambda t: t.good, OK200),
+    TokenCase("control: nbf negative (-1: 1969, a valid past date)",
+              lambda t: t.jws(H, t.raw_claims(nbf="-1")), OK200),
+)
+
+PEM_KEYS = (
+    ("the PEM file bytes", lambda pem: pem),
+    ("the PEM without its final newline", lambda pem: pem.rstrip()),
+    ("the PEM body (base64 only)", lambda pem: b"".join(
+        l for l in pem.splitlines() if not l.startswith(b"-----"))),
+)
+
+ALG_CASES = tuple(
+    TokenCase("alg %s, empty signature" % alg,
+              lambda t, alg=alg: t.unsigned(hdr('"%s"' % alg)))
+    for alg in ("none", "None", "NONE", "nOnE")) + (
+    TokenCase("alg none with a valid RS256 signature",
+              lambda t: t.jws(hdr('"none"'), t.C)),
+    TokenCase("alg missing",
+              lambda t: t.jws('{"typ":"JWT","kid":"bench-1"}', t.C)),
+    TokenCase("alg rs256 (lower case)", lambda t: t.jws(hdr('"rs256"'), t.C)),
+    TokenCase("alg \"RS256 \" (trailing space)",
+              lambda t: t.jws(hdr('"RS256 "'), t.C)),
+    TokenCase("alg empty", lambda t: t.jws(hdr('""'), t.C)),
+    TokenCase("alg null", lambda t: t.jws(hdr("null"), t.C)),
+    TokenCase("alg [\"RS256\"]", lambda t: t.jws(hdr('["RS256"]'), t.C)),
+    TokenCase("alg RS256\\u0000",
+              lambda t: t.jws(hdr('"RS256\\u0000"'), t.C)),
+) + tuple(
+    TokenCase("HS256 keyed with %s" % desc,
+              lambda t, key=key: hs256(t, key(t.pem)))
+    for desc, key in PEM_KEYS) + (
+    TokenCase("RS384 (a real RS384 signature)",
+              lambda t: t.jws(hdr('"RS384"'), t.C, alg="RS384")),
+    TokenCase("PS256 (a real PSS signature)",
+              lambda t: t.jws(hdr('"PS256"'), t.C, alg="PS256")),
+    TokenCase("alg RS256 but a PSS signature",
+              lambda t: t.jws(H, t.C, alg="PS256")),
+    TokenCase("alg PS256 with a PKCS#1 v1.5 signature",
+              lambda t: t.jws(hdr('"PS256"'), t.C)),
+)
+
+# Headers carrying keys or key URLs, each signed by the attacker's key.
+ATTACKER_HEADERS = (
+    ("embedded jwk (attacker's key, kid bench-1)",
+     lambda t: {"alg": "RS256", "kid": "bench-1", "jwk": t.ajwk}),
+    ("embedded jwk, no kid", lambda t: {"alg": "RS256", "jwk": t.ajwk}),
+    ("jku to a local listener",
+     lambda t: {"alg": "RS256", "kid": "bench-1",
+                "jku": t.url + "/jwks.json"}),
+    ("jku (https) with an unknown kid",
+     lambda t: {"alg": "RS256", "kid": "attacker-1",
+                "jku": "https://127.0.0.1:%d/jwks.json" % t.port}),
+    ("x5u to a local listener",
+     lambda t: {"alg": "RS256", "kid": "bench-1", "x5u": t.url + "/cert.pem"}),
+    ("jku and x5u, no kid",
+     lambda t: {"alg": "RS256", "jku": t.url + "/a", "x5u": t.url + "/b"}),
+    ("x5c (self-made chain)",
+     lambda t: {"alg": "RS256", "kid": "bench-1", "x5c": [t.ajwk["n"]]}),
+)
+
+EMBEDDED_KEY_CASES = tuple(
+    TokenCase("%s, signed by the attacker" % desc,
+              lambda t, h=h: jws(t.attacker, json.dumps(h(t)), t.C))
+    for desc, h in ATTACKER_HEADERS) + (
+    TokenCase("jku to a local listener, signed by the real key (unknown "
+              "header parameters may be ignored: 200 or 401, but no fetch)",
+              lambda t: t.jws(json.dumps({"alg": "RS256", "kid": "bench-1",
+                                          "jku": t.url + "/real"}), t.C),
+              ({200, 401}, ())),
+)
+
+KID_CASES = tuple(
+    TokenCase("kid %s" % desc,
+              lambda t, kid=kid: t.jws(
+                  '{"alg":"RS256","typ":"JWT","kid":%s}' % kid, t.C))
     for desc, kid in (("unknown", '"nope"'),
                       ("../../etc/passwd", '"../../etc/passwd"'),
                       ("/dev/zero", '"/dev/zero"'),
@@ -317,11 +407,13 @@ def token_cases(st, listener, attacker):
                       ("numeric", "1"), ("null", "null"), ("empty", '""'),
                       ("an object", '{"kid":"bench-1"}'),
                       ("bench-1 with a NUL", '"bench-1\\u0000"'),
-                      ("bench-1 with a trailing space", '"bench-1 "')):
-        add("kid %s" % desc,
-            jws(k, '{"alg":"RS256","typ":"JWT","kid":%s}' % kid, C))
+                      ("bench-1 with a trailing space", '"bench-1 "')))
 
-    # -- crit --------------------------------------------------------------
+CRIT_CASES = tuple(
+    TokenCase("crit %s" % desc,
+              lambda t, crit=crit: t.jws(
+                  '{"alg":"RS256","typ":"JWT","kid":"bench-1",%s}' % crit,
+                  t.C))
     for desc, crit in (('["exp"]', '"crit":["exp"]'),
                        ("[] (empty)", '"crit":[]'),
                        ('"exp" (a string)', '"crit":"exp"'),
@@ -330,147 +422,190 @@ def token_cases(st, listener, attacker):
                         '"crit":["b64"],"b64":false'),
                        ('["x-ext"] with x-ext present',
                         '"crit":["x-ext"],"x-ext":1'),
-                       ("false", '"crit":false')):
-        add("crit %s" % desc,
-            jws(k, '{"alg":"RS256","typ":"JWT","kid":"bench-1",%s}' % crit,
-                C))
+                       ("false", '"crit":false')))
 
-    # -- base64url strictness (signatures valid over the text sent) --------
-    hpad = '{"alg":"RS256","typ":"JWT","kid":"bench-1"}'
-    while len(hpad) % 3 == 0:
-        hpad = hpad[:-1] + " }"
-    cpad = C
-    while len(cpad) % 3 == 0:
-        cpad = cpad[:-1] + " }"
-    add("= padding on the header (signed as sent)",
-        sign_text(k, b64u_padded(hpad.encode()) + "." + b64u(C.encode())))
-    add("= padding on the payload (signed as sent)",
-        sign_text(k, b64u(H.encode()) + "." + b64u_padded(cpad.encode())))
-    add("= padding on the signature", good + "=" * (-len(gs) % 4 or 4))
-    add("== padding on a signature that needs none", good + "==")
-    std = C
-    while b64std(std.encode()) == b64u(std.encode()):
-        std = std[:-1] + ',"x":"%s"}' % ("?>~" * 3)
-    add("payload in standard base64 (+ and /, signed as sent)",
-        sign_text(k, b64u(H.encode()) + "." + b64std(std.encode())))
-    s2 = gs.replace("-", "+").replace("_", "/")
-    if s2 != gs:
-        add("signature in standard base64 (+ /)", gh + "." + gp + "." + s2)
-    nc = noncanonical(gs)
-    if nc:
-        add("signature with non-canonical trailing bits",
-            gh + "." + gp + "." + nc)
-    hn = noncanonical(b64u(H.encode()))
-    pn = noncanonical(b64u(C.encode()))
-    if hn:
-        add("header with non-canonical trailing bits (signed as sent)",
-            sign_text(k, hn + "." + b64u(C.encode())))
-    if pn:
-        add("payload with non-canonical trailing bits (signed as sent)",
-            sign_text(k, b64u(H.encode()) + "." + pn))
-    add("a character outside base64url (!) in the payload",
-        gh + "." + gp[:10] + "!" + gp[11:] + "." + gs)
-    add("a space inside the token (two tokens)",
-        gh + "." + gp[:20] + " " + gp[20:] + "." + gs,
-        ({400, 401}, ()))
-    add("a tab inside the signature", gh + "." + gp + "." + gs[:30] + "\t" +
-        gs[30:], ({400, 401}, (400,)))
-    add("a token of one length-1-mod-4 segment", gh + "." + gp + "." +
-        gs + "A")
+# base64url strictness: where the token is signed, over the text as sent.
+BASE64URL_CASES = (
+    TokenCase("= padding on the header (signed as sent)",
+              lambda t: t.signed(b64u_padded(padded_json(H).encode()) +
+                                 "." + b64u(t.C.encode()))),
+    TokenCase("= padding on the payload (signed as sent)",
+              lambda t: t.signed(b64u(H.encode()) + "." +
+                                 b64u_padded(padded_json(t.C).encode()))),
+    TokenCase("= padding on the signature",
+              lambda t: t.good + "=" * (-len(t.gs) % 4 or 4)),
+    TokenCase("== padding on a signature that needs none",
+              lambda t: t.good + "=="),
+    TokenCase("payload in standard base64 (+ and /, signed as sent)",
+              lambda t: t.signed(b64u(H.encode()) + "." +
+                                 b64std(standard_only(t.C).encode()))),
+    TokenCase("signature in standard base64 (+ /)",
+              lambda t: dotted(t.gh, t.gp, if_changed(
+                  t.gs, t.gs.replace("-", "+").replace("_", "/")))),
+    TokenCase("signature with non-canonical trailing bits",
+              lambda t: dotted(t.gh, t.gp, noncanonical(t.gs))),
+    TokenCase("header with non-canonical trailing bits (signed as sent)",
+              lambda t: t.signed_segments(noncanonical(b64u(H.encode())),
+                                          b64u(t.C.encode()))),
+    TokenCase("payload with non-canonical trailing bits (signed as sent)",
+              lambda t: t.signed_segments(b64u(H.encode()),
+                                          noncanonical(b64u(t.C.encode())))),
+    TokenCase("a character outside base64url (!) in the payload",
+              lambda t: t.gh + "." + t.gp[:10] + "!" + t.gp[11:] + "." +
+              t.gs),
+    TokenCase("a space inside the token (two tokens)",
+              lambda t: t.gh + "." + t.gp[:20] + " " + t.gp[20:] + "." +
+              t.gs, ({400, 401}, ())),
+    TokenCase("a tab inside the signature",
+              lambda t: t.gh + "." + t.gp + "." + t.gs[:30] + "\t" +
+              t.gs[30:], ({400, 401}, (400,))),
+    TokenCase("a token of one length-1-mod-4 segment",
+              lambda t: t.gh + "." + t.gp + "." + t.gs + "A"),
+)
 
-    # -- segments ----------------------------------------------------------
-    add("1 segment", gh)
-    add("1 segment (the whole token without dots)", gh + gp + gs)
-    add("2 segments", gh + "." + gp)
-    add("2 segments with a trailing dot", gh + "." + gp + ".")
-    add("4 segments", good + "." + gs)
-    add("4 segments (empty last)", good + ".")
-    add("5 segments", good + "." + gh + "." + gp)
-    add("only dots", "...")
-    add("two dots", "..")
+SEGMENT_CASES = (
+    TokenCase("1 segment", lambda t: t.gh),
+    TokenCase("1 segment (the whole token without dots)",
+              lambda t: t.gh + t.gp + t.gs),
+    TokenCase("2 segments", lambda t: t.gh + "." + t.gp),
+    TokenCase("2 segments with a trailing dot",
+              lambda t: t.gh + "." + t.gp + "."),
+    TokenCase("4 segments", lambda t: t.good + "." + t.gs),
+    TokenCase("4 segments (empty last)", lambda t: t.good + "."),
+    TokenCase("5 segments", lambda t: t.good + "." + t.gh + "." + t.gp),
+    TokenCase("only dots", lambda t: "..."),
+    TokenCase("two dots", lambda t: ".."),
+)
 
-    # -- signatures --------------------------------------------------------
-    gsig = base64.urlsafe_b64decode(gs + "=" * (-len(gs) % 4))
-    add("empty signature", gh + "." + gp + ".")
-    add("255-byte signature (first byte dropped)",
-        gh + "." + gp + "." + b64u(gsig[1:]))
-    add("255-byte signature (last byte dropped)",
-        gh + "." + gp + "." + b64u(gsig[:-1]))
-    add("257-byte signature (leading zero byte)",
-        gh + "." + gp + "." + b64u(b"\0" + gsig))
-    add("257-byte signature (trailing byte)",
-        gh + "." + gp + "." + b64u(gsig + b"\0"))
-    add("256 zero bytes", gh + "." + gp + "." + b64u(b"\0" * 256))
-    add("256 0xff bytes", gh + "." + gp + "." + b64u(b"\xff" * 256))
-    add("256-byte signature 01 00 .. 00 (a small integer)", gh + "." + gp +
-        "." + b64u(b"\x01" + b"\0" * 255))
-    add("1-byte signature", gh + "." + gp + "." + b64u(b"\x01"))
-    add("512-byte signature", gh + "." + gp + "." + b64u(gsig + gsig))
-    add("the bench token's signature on other claims",
-        gh + "." + gp + "." + vs)
+SIGNATURE_CASES = (
+    TokenCase("empty signature", lambda t: t.gh + "." + t.gp + "."),
+    TokenCase("255-byte signature (first byte dropped)",
+              lambda t: t.with_sig(t.gsig[1:])),
+    TokenCase("255-byte signature (last byte dropped)",
+              lambda t: t.with_sig(t.gsig[:-1])),
+    TokenCase("257-byte signature (leading zero byte)",
+              lambda t: t.with_sig(b"\0" + t.gsig)),
+    TokenCase("257-byte signature (trailing byte)",
+              lambda t: t.with_sig(t.gsig + b"\0")),
+    TokenCase("256 zero bytes", lambda t: t.with_sig(b"\0" * 256)),
+    TokenCase("256 0xff bytes", lambda t: t.with_sig(b"\xff" * 256)),
+    TokenCase("256-byte signature 01 00 .. 00 (a small integer)",
+              lambda t: t.with_sig(b"\x01" + b"\0" * 255)),
+    TokenCase("1-byte signature", lambda t: t.with_sig(b"\x01")),
+    TokenCase("512-byte signature", lambda t: t.with_sig(t.gsig + t.gsig)),
+    TokenCase("the bench token's signature on other claims",
+              lambda t: t.gh + "." + t.gp + "." + t.vs),
+)
 
-    # -- duplicate claims --------------------------------------------------
-    for n, what, first, second in (
-            ("exp", "expired, then valid", str(now - 10), str(now + 3600)),
-            ("exp", "valid, then expired", str(now + 3600), str(now - 10)),
-            ("iss", "foreign, then ours", '"https://evil.example"',
-             json.dumps(ct.ISSUER)),
-            ("aud", "other, then ours", '"other"', json.dumps(ct.AUDIENCE)),
-            ("sub", "admin, then ours", '"admin"', json.dumps(ct.SUBJECT)),
-            ("scope", "read, then read+write", '"events:read"',
-             '"events:read events:write"'),
-            ("nbf", "future, then past", str(now + 3600), str(now - 60))):
-        text = claims(**{n: None})[:-1] + ',"%s":%s,"%s":%s}' % (
-            n, first, n, second)
-        add("duplicate %s (%s)" % (n, what), jws(k, H, text))
-    add("duplicate kid in the header",
-        jws(k, '{"alg":"RS256","kid":"nope","kid":"bench-1"}', C))
+# (claim, what, first value, second value): JSON text made from a kit.
+DUPLICATE_CLAIMS = (
+    ("exp", "expired, then valid",
+     lambda t: str(t.now - 10), lambda t: str(t.now + 3600)),
+    ("exp", "valid, then expired",
+     lambda t: str(t.now + 3600), lambda t: str(t.now - 10)),
+    ("iss", "foreign, then ours",
+     lambda t: '"https://evil.example"', lambda t: json.dumps(ct.ISSUER)),
+    ("aud", "other, then ours",
+     lambda t: '"other"', lambda t: json.dumps(ct.AUDIENCE)),
+    ("sub", "admin, then ours",
+     lambda t: '"admin"', lambda t: json.dumps(ct.SUBJECT)),
+    ("scope", "read, then read+write",
+     lambda t: '"events:read"', lambda t: '"events:read events:write"'),
+    ("nbf", "future, then past",
+     lambda t: str(t.now + 3600), lambda t: str(t.now - 60)),
+)
 
-    # -- invalid UTF-8 and NUL in claims -----------------------------------
-    for desc, raw in (("sub", b'"client-bench\xff"'),
-                      ("iss", b'"https://auth.bench.local\xc0\xaf"'),
-                      ("scope", b'"events:read \xed\xa0\x80"'),
-                      ("custom claim", b'"\xf8\x88\x80\x80\x80"')):
-        n = "x" if desc == "custom claim" else desc
-        text = claims(**{n: None}).encode()[:-1] + b',"' + \
-            n.encode() + b'":' + raw + b"}"
-        add("invalid UTF-8 in %s" % desc, jws(k, H, text))
-    add("invalid UTF-8 in a claim name",
-        jws(k, H, C.encode()[:-1] + b',"\xff":1}'))
-    for n in ("sub", "iss", "aud", "scope", "x"):
-        text = claims(**{n: None})[:-1] + ',"%s":"%s\\u0000z"}' % (
-            n, {"sub": ct.SUBJECT, "iss": ct.ISSUER, "aud": ct.AUDIENCE,
-                "scope": ct.SCOPE, "x": "y"}[n])
-        add("\\u0000 in %s" % (n if n != "x" else "a custom claim"),
-            jws(k, H, text))
-    add("\\u0000 in a claim name", jws(k, H, C[:-1] + ',"a\\u0000b":1}'))
-    add("raw NUL byte in the payload JSON",
-        jws(k, H, C.encode()[:-1] + b',"x":"a\x00b"}'))
 
-    # -- payload not an object ---------------------------------------------
-    for desc, p in (("an array", '[%s]' % C), ("a number", "12345"),
-                    ("a string", json.dumps(C)), ("null", "null"),
-                    ("true", "true"), ("empty", ""),
-                    ("an empty object", "{}"),
-                    ("an object and trailing data", C + "x")):
-        add("payload %s" % desc, jws(k, H, p))
+def duplicated(t, n, first, second):
+    """C with claim n twice: first, then second."""
+    return t.claims(**{n: None})[:-1] + ',"%s":%s,"%s":%s}' % (
+        n, first, n, second)
 
-    # -- exp / nbf ---------------------------------------------------------
-    for n in ("exp", "nbf"):
-        for desc, v in (("a string", '"%d"' % (now + 3600)), ("true", "true"),
-                        ("false", "false"), ("null", "null"),
-                        ("1e400", "1e400"), ("-1e400", "-1e400"),
-                        ("2^63", str(2 ** 63)), ("2^64", str(2 ** 64)),
-                        ("-2^63-1", str(-2 ** 63 - 1)),
-                        ("an array", "[%d]" % (now + 3600)),
-                        ("an object", "{}"), ("NaN", "NaN"),
-                        ("Infinity", "Infinity")):
-            add("%s %s" % (n, desc), jws(k, H, raw_claims(**{n: v})))
-    add("exp negative (-1)", jws(k, H, raw_claims(exp="-1")))
-    add("exp 0", jws(k, H, raw_claims(exp="0")))
-    add("nbf 2^63-1 (far future)", jws(k, H, raw_claims(nbf=str(2**63 - 1))))
 
-    # -- scope look-alikes: valid tokens without the scope word (403) ------
+DUPLICATE_CLAIM_CASES = tuple(
+    TokenCase("duplicate %s (%s)" % (n, what),
+              lambda t, n=n, a=a, b=b: t.jws(H, duplicated(t, n, a(t),
+                                                           b(t))))
+    for n, what, a, b in DUPLICATE_CLAIMS) + (
+    TokenCase("duplicate kid in the header",
+              lambda t: t.jws('{"alg":"RS256","kid":"nope","kid":"bench-1"}',
+                              t.C)),
+)
+
+# Claim values that are not UTF-8 (claim name, raw JSON bytes).
+INVALID_UTF8_CLAIMS = (
+    ("sub", b'"client-bench\xff"'),
+    ("iss", b'"https://auth.bench.local\xc0\xaf"'),
+    ("scope", b'"events:read \xed\xa0\x80"'),
+    ("custom claim", b'"\xf8\x88\x80\x80\x80"'),
+)
+# What each claim holds before the \u0000 appended to it.
+NUL_CLAIM_VALUES = (("sub", ct.SUBJECT), ("iss", ct.ISSUER),
+                    ("aud", ct.AUDIENCE), ("scope", ct.SCOPE), ("x", "y"))
+
+
+def with_raw_claim(t, n, raw):
+    """C (as bytes) with claim n replaced by the raw JSON bytes raw."""
+    return t.claims(**{n: None}).encode()[:-1] + b',"' + n.encode() + \
+        b'":' + raw + b"}"
+
+
+UTF8_NUL_CASES = tuple(
+    TokenCase("invalid UTF-8 in %s" % desc,
+              lambda t, desc=desc, raw=raw: t.jws(H, with_raw_claim(
+                  t, "x" if desc == "custom claim" else desc, raw)))
+    for desc, raw in INVALID_UTF8_CLAIMS) + (
+    TokenCase("invalid UTF-8 in a claim name",
+              lambda t: t.jws(H, t.C.encode()[:-1] + b',"\xff":1}')),
+) + tuple(
+    TokenCase("\\u0000 in %s" % (n if n != "x" else "a custom claim"),
+              lambda t, n=n, v=v: t.jws(
+                  H, t.claims(**{n: None})[:-1] +
+                  ',"%s":"%s\\u0000z"}' % (n, v)))
+    for n, v in NUL_CLAIM_VALUES) + (
+    TokenCase("\\u0000 in a claim name",
+              lambda t: t.jws(H, t.C[:-1] + ',"a\\u0000b":1}')),
+    TokenCase("raw NUL byte in the payload JSON",
+              lambda t: t.jws(H, t.C.encode()[:-1] + b',"x":"a\x00b"}')),
+)
+
+PAYLOAD_CASES = tuple(
+    TokenCase("payload %s" % desc, lambda t, p=p: t.jws(H, p(t)))
+    for desc, p in (("an array", lambda t: "[%s]" % t.C),
+                    ("a number", lambda t: "12345"),
+                    ("a string", lambda t: json.dumps(t.C)),
+                    ("null", lambda t: "null"), ("true", lambda t: "true"),
+                    ("empty", lambda t: ""),
+                    ("an empty object", lambda t: "{}"),
+                    ("an object and trailing data", lambda t: t.C + "x")))
+
+# Wrong types and ranges of a NumericDate (JSON text made from a kit).
+BAD_DATES = (
+    ("a string", lambda t: '"%d"' % (t.now + 3600)),
+    ("true", lambda t: "true"), ("false", lambda t: "false"),
+    ("null", lambda t: "null"), ("1e400", lambda t: "1e400"),
+    ("-1e400", lambda t: "-1e400"), ("2^63", lambda t: str(2 ** 63)),
+    ("2^64", lambda t: str(2 ** 64)),
+    ("-2^63-1", lambda t: str(-2 ** 63 - 1)),
+    ("an array", lambda t: "[%d]" % (t.now + 3600)),
+    ("an object", lambda t: "{}"), ("NaN", lambda t: "NaN"),
+    ("Infinity", lambda t: "Infinity"),
+)
+
+EXP_NBF_CASES = tuple(
+    TokenCase("%s %s" % (n, desc),
+              lambda t, n=n, v=v: t.jws(H, t.raw_claims(**{n: v(t)})))
+    for n in ("exp", "nbf") for desc, v in BAD_DATES) + (
+    TokenCase("exp negative (-1)", lambda t: t.jws(H, t.raw_claims(exp="-1"))),
+    TokenCase("exp 0", lambda t: t.jws(H, t.raw_claims(exp="0"))),
+    TokenCase("nbf 2^63-1 (far future)",
+              lambda t: t.jws(H, t.raw_claims(nbf=str(2**63 - 1)))),
+)
+
+# Valid tokens whose scope lacks the word (403).
+SCOPE_CASES = tuple(
+    TokenCase("scope %s" % desc,
+              lambda t, sc=sc: t.jws(H, t.claims(scope=sc)), ({403}, ()))
     for desc, sc in (("words separated by a tab",
                       "events:read\tevents:write"),
                      ("words separated by a comma",
@@ -478,31 +613,57 @@ def token_cases(st, listener, attacker):
                      ("Cyrillic look-alike letters",
                       "events:re\u0430d events:writ\u0435"),
                      ("upper case", "EVENTS:READ EVENTS:WRITE"),
-                     ("a prefix of each word", "events:rea events:writ")):
-        add("scope %s" % desc, jws(k, H, claims(scope=sc)), ({403}, ()))
+                     ("a prefix of each word", "events:rea events:writ")))
 
-    # -- size --------------------------------------------------------------
-    big = jws(k, H, claims(pad="p" * 12000))
-    add("16 KiB validly signed token (%d bytes)" % len(big), big,
-        ({401}, (400,)))
-    add("16 KiB of base64url", "A" * 16384, ({401}, (400,)))
-    fits = jws(k, H, claims(pad="p" * 5000))
-    add("a %d-byte validly signed token (under 8 KiB) is accepted" %
-        len(fits), fits, ({200}, ()))
+BIG_PAD = 12000             # claim bytes that make a 16 KiB token
+FITS_PAD = 5000             # ... and one under cfpm's 8 KiB
+SIZE_CASES = (
+    TokenCase("16 KiB validly signed token ({len} bytes)",
+              lambda t: t.jws(H, t.claims(pad="p" * BIG_PAD)),
+              ({401}, (400,))),
+    TokenCase("16 KiB of base64url", lambda t: "A" * 16384, ({401}, (400,))),
+    TokenCase("a {len}-byte validly signed token (under 8 KiB) is accepted",
+              lambda t: t.jws(H, t.claims(pad="p" * FITS_PAD)), OK200),
+)
 
-    # -- Authorization shape -----------------------------------------------
-    add("Bearer with two tokens", B + good + " " + good,
-        ({400}, ()), raw=True)
-    add("Bearer with two tokens, garbage first", B + "x " + good,
-        ({400}, ()), raw=True)
-    add("Bearer with two comma-separated tokens", B + good + "," + good,
-        ({400, 401}, ()), raw=True)
-    add("Bearer followed by a tab and the token (not 1*SP: malformed or "
-        "another scheme)", "Bearer\t" + good, ({400, "401u"}, (400,)),
-        raw=True)
-    add("a vertical tab inside the token",
-        B + gh + "\x0b" + gp + "." + gs, ({400, 401}, (400,)), raw=True)
-    return cases
+# Authorization values given whole (bare): the header's shape.
+AUTHORIZATION_CASES = (
+    TokenCase("Bearer with two tokens",
+              lambda t: "Bearer " + t.good + " " + t.good, ({400}, ()),
+              bare=True),
+    TokenCase("Bearer with two tokens, garbage first",
+              lambda t: "Bearer x " + t.good, ({400}, ()), bare=True),
+    TokenCase("Bearer with two comma-separated tokens",
+              lambda t: "Bearer " + t.good + "," + t.good, ({400, 401}, ()),
+              bare=True),
+    TokenCase("Bearer followed by a tab and the token (not 1*SP: malformed "
+              "or another scheme)", lambda t: "Bearer\t" + t.good,
+              ({400, "401u"}, (400,)), bare=True),
+    TokenCase("a vertical tab inside the token",
+              lambda t: "Bearer " + t.gh + "\x0b" + t.gp + "." + t.gs,
+              ({400, 401}, (400,)), bare=True),
+)
+
+TOKEN_CASES = (CONTROL_CASES + ALG_CASES + EMBEDDED_KEY_CASES + KID_CASES +
+               CRIT_CASES + BASE64URL_CASES + SEGMENT_CASES +
+               SIGNATURE_CASES + DUPLICATE_CLAIM_CASES + UTF8_NUL_CASES +
+               PAYLOAD_CASES + EXP_NBF_CASES + SCOPE_CASES + SIZE_CASES +
+               AUTHORIZATION_CASES)
+
+
+def token_cases(st, listener, attacker):
+    """(desc, Authorization value, GET /auth statuses, nginx statuses) of
+    every case of TOKEN_CASES that applies, in order, built now."""
+    kit = TokenKit(st, listener, attacker)
+    out = []
+    for case in TOKEN_CASES:
+        tok = case.build(kit)
+        if tok is None:
+            continue
+        out.append((case.desc.replace("{len}", str(len(tok))),
+                    tok if case.bare else "Bearer " + tok,
+                    case.want[0], case.want[1]))
+    return out
 
 
 def run_token_cases(st, chk, cases):
@@ -591,7 +752,14 @@ def kid_cases_jwks(st, chk, listener):
 
 
 # ---------------------------------------------------------------------------
-# Body and request cases
+# Body and request cases: tables of named cases, in the order they run;
+# each case is a callable given the BodyRun they share.
+
+JSON_TYPE = "application/json"
+BODY_TIMEOUT_S = 30         # a POST of a body case (MiB bodies, loaded CI)
+CHUNK = 8192                # the chunked body's chunk size
+CHUNKED_BODY = ('{"kind":"a","payload":{"p":"%s"}}' % ("x" * 100000)).encode()
+
 
 def nested(depth, array=False, closed=True):
     if array:
@@ -602,215 +770,305 @@ def nested(depth, array=False, closed=True):
     return '{"kind":"deep","payload":%s}' % inner
 
 
-def body_cases(st, chk):
-    """POST /events bodies and odd requests. Returns the ids written."""
-    tap = st.tap
-    tok = st.tokens["valid"]
-    written = []
+def chunked(data, size):
+    """data in HTTP/1.1 chunks of size bytes, with the last chunk."""
+    return b"".join(b"%x\r\n%s\r\n" % (len(data[i:i + size]),
+                                       data[i:i + size])
+                    for i in range(0, len(data), size)) + b"0\r\n\r\n"
 
-    def post(desc, body, want, nginx=(), ctype="application/json",
-             headers=None):
-        r = st.post("/events", body, tok, ctype=ctype, headers=headers,
-                    timeout=30)
-        chk.expect(r, "POST /events: %s" % desc, want, nginx)
+
+class BodyRun:
+    """The state the body cases share: the stack, the checker, the token,
+    and the ids of the rows the 201s wrote."""
+
+    def __init__(self, st, chk):
+        self.st, self.chk, self.tap = st, chk, st.tap
+        self.tok = st.tokens["valid"]
+        self.auth = ("Authorization", "Bearer " + self.tok)
+        self.written = []
+
+    def wrote(self, r):
+        """Keeps the id of a 201."""
         if r.status == 201:
-            written.append((r.json() or {}).get("id"))
+            self.written.append((r.json() or {}).get("id"))
+
+    def post(self, desc, body, want, nginx=(), ctype=JSON_TYPE):
+        """POST /events through nginx, checked (desc after "POST /events:
+        "); returns the Response."""
+        r = self.st.post("/events", body, self.tok, ctype=ctype,
+                         timeout=BODY_TIMEOUT_S)
+        self.chk.expect(r, "POST /events: %s" % desc, want, nginx)
+        self.wrote(r)
         return r
 
-    # -- size --------------------------------------------------------------
-    mib = '{"kind":"%s","payload":{}}' % ("k" * (1 << 20))
-    post("kind of 1 MiB (body over 64 KiB) is 413", mib, {413}, (413,))
-    post("4 MiB body is 413", '{"kind":"a","payload":{"p":"%s"}}' %
-         ("x" * (4 << 20)), {413}, (413,))
-    data = ('{"kind":"a","payload":{"p":"%s"}}' % ("x" * 100000)).encode()
-    chunks = b"".join(b"%x\r\n%s\r\n" % (len(data[i:i + 8192]),
-                                         data[i:i + 8192])
-                      for i in range(0, len(data), 8192)) + b"0\r\n\r\n"
-    r = ct.http_raw(st.http_port, ct.build_raw(
-        "POST", "/events", [("Authorization", "Bearer " + tok),
-                            ("Content-Type", "application/json"),
-                            ("Transfer-Encoding", "chunked")]) + chunks,
-        method="POST", timeout=30)
-    chk.expect(r, "POST /events: chunked body of 100 KB is 413", {413},
-               (413,))
-    r = ct.http_raw(st.http_port, ct.build_raw(
-        "POST", "/events", [("Authorization", "Bearer " + tok),
-                            ("Content-Type", "application/json"),
-                            ("Content-Length", str(10 ** 12))]),
-        method="POST", timeout=10)
-    chk.expect(r, "POST /events: Content-Length 10^12 without a body is "
-               "413 at once (%.2fs)" % r.elapsed, {413}, (413,))
-    r = post("kind of 60,000 characters (body under 64 KiB) is 201",
-             '{"kind":"%s","payload":{"n":1}}' % ("K" * 60000), {201})
-    i = (r.json() or {}).get("id")
-    g = st.get("/events/%s" % i, tok) if type(i) is int else r
-    tap.ok(g.status == 200 and (g.json() or {}).get("kind") == "K" * 60000,
-           "the 60,000-character kind reads back whole", "got %r" % g)
+    def read_back(self, r):
+        """GET of the row r's 201 wrote (r itself if it wrote none)."""
+        i = (r.json() or {}).get("id")
+        return self.st.get("/events/%s" % i, self.tok) if type(i) is int \
+            else r
+
+
+class Post:
+    """One POST /events of body: cfpm answers one of want (nginx may
+    answer one of nginx), with Content-Type ctype."""
+
+    def __init__(self, desc, body, want, nginx=(), ctype=JSON_TYPE):
+        self.desc, self.body, self.want = desc, body, want
+        self.nginx, self.ctype = nginx, ctype
+
+    def __call__(self, run):
+        run.post(self.desc, self.body, self.want, self.nginx, self.ctype)
+
+
+class StoredAs:
+    """A POST that must be 201, then a GET of its row: 200 with members
+    (a dict: each member's value as stored). back: the TAP description
+    of the read ("{reply}" stands for the reply's length)."""
+
+    def __init__(self, desc, body, back, members):
+        self.desc, self.body, self.back, self.members = \
+            desc, body, back, members
+
+    def __call__(self, run):
+        g = run.read_back(run.post(self.desc, self.body, {201}))
+        gj = g.json() or {}
+        run.tap.ok(g.status == 200 and
+                   all(gj.get(k) == v for k, v in self.members.items()),
+                   self.back.replace("{reply}", str(len(g.body))),
+                   "got %r" % g)
+
+
+class RawPost:
+    """A POST /events written byte by byte (headers beside Authorization,
+    then tail: a body in chunks, or none): 413 from cfpm or nginx. desc:
+    "{elapsed}" stands for the seconds it took."""
+
+    def __init__(self, desc, headers, tail, timeout):
+        self.desc, self.headers, self.tail, self.timeout = \
+            desc, headers, tail, timeout
+
+    def __call__(self, run):
+        r = ct.http_raw(run.st.http_port, ct.build_raw(
+            "POST", "/events", [run.auth] + list(self.headers)) +
+            self.tail, method="POST", timeout=self.timeout)
+        run.chk.expect(r, self.desc.replace("{elapsed}", "%.2f" % r.elapsed),
+                       {413}, (413,))
+
+
+class RepeatedHeaders:
+    """A POST whose headers (beside Authorization) http.client cannot
+    send, such as a repeated Content-Type."""
+
+    def __init__(self, desc, headers, body, want, nginx):
+        self.desc, self.headers, self.body = desc, headers, body
+        self.want, self.nginx = want, nginx
+
+    def __call__(self, run):
+        r = run.st.raw("POST", "/events", [run.auth] + list(self.headers),
+                       self.body)
+        run.chk.expect(r, "POST /events: %s" % self.desc, self.want,
+                       self.nginx)
+        run.wrote(r)
+
+
+class Truncations:
+    """Every proper prefix of body POSTed: each must be 400
+    invalid_request; one TAP line for them all."""
+
+    def __init__(self, body):
+        self.body = body
+
+    def __call__(self, run):
+        bad = []
+        for n in range(len(self.body)):
+            r = run.st.post("/events", self.body[:n], run.tok)
+            run.chk.answers.append(("prefix %d" % n, r.status))
+            if r.status != 400 or (r.json() or {}).get("error") != \
+                    "invalid_request":
+                bad.append((n, r.status, r.body[:80]))
+            run.wrote(r)
+        run.tap.ok(not bad, "POST /events: each of the %d truncations of "
+                   "the bench body is 400 invalid_request" % len(self.body),
+                   "wrong: %r" % bad[:10])
+
+
+class StoredVerbatim:
+    """A POST of kind with SQL_PAYLOAD: 201, and the row reads back
+    byte-exact through the API and in SQL (md5 of kind and payload.q)."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def __call__(self, run):
+        kd = self.kind
+        body = json.dumps({"kind": kd, "payload": SQL_PAYLOAD})
+        r = run.post("SQL metacharacters in kind %r stored" % kd[:20], body,
+                     {201})
+        i = (r.json() or {}).get("id")
+        if type(i) is not int:
+            return
+        g = run.st.get("/events/%d" % i, run.tok)
+        gj = g.json() or {}
+        rows = run.st.pg.psql("SELECT md5(kind), md5(payload->>'q') FROM "
+                              "events WHERE id = %d" % i)
+        want = [hashlib.md5(kd.encode()).hexdigest(),
+                hashlib.md5(SQL_PAYLOAD["q"].encode()).hexdigest()]
+        run.tap.ok(g.status == 200 and gj.get("kind") == kd and
+                   gj.get("payload") == SQL_PAYLOAD and rows == [want],
+                   "kind %r and the quoted payload read back byte-exact (API "
+                   "and SQL)" % kd[:20], "got %r" % g, "md5 %r want %r" %
+                   (rows, want))
+
+
+def table_intact(run):
+    """After the SQL cases: the events table still exists."""
+    run.tap.ok(run.st.pg.psql("SELECT to_regclass('events') IS NOT NULL") ==
+               [["t"]], "the events table is still there")
+
+
+
+SIZE_BODY_CASES = (
+    Post("kind of 1 MiB (body over 64 KiB) is 413",
+         '{"kind":"%s","payload":{}}' % ("k" * (1 << 20)), {413}, (413,)),
+    Post("4 MiB body is 413", '{"kind":"a","payload":{"p":"%s"}}' %
+         ("x" * (4 << 20)), {413}, (413,)),
+    RawPost("POST /events: chunked body of 100 KB is 413",
+            [("Content-Type", JSON_TYPE), ("Transfer-Encoding", "chunked")],
+            chunked(CHUNKED_BODY, CHUNK), timeout=30),
+    RawPost("POST /events: Content-Length 10^12 without a body is 413 at "
+            "once ({elapsed}s)",
+            [("Content-Type", JSON_TYPE), ("Content-Length", str(10 ** 12))],
+            b"", timeout=10),
+    StoredAs("kind of 60,000 characters (body under 64 KiB) is 201",
+             '{"kind":"%s","payload":{"n":1}}' % ("K" * 60000),
+             "the 60,000-character kind reads back whole",
+             {"kind": "K" * 60000}),
     # Every DEL escapes to 6 bytes on output if the server escapes it:
     # the reply may be ~6x the body; it must still come back whole.
-    r = post("kind of 60,000 DEL characters (escaping grows the reply)",
-             ('{"kind":"%s","payload":{"s":"%s"}}' % ("\x7f" * 30000,
-                                                       "\x7f" * 30000)),
-             {201})
-    i = (r.json() or {}).get("id")
-    g = st.get("/events/%s" % i, tok) if type(i) is int else r
-    gj = g.json() or {}
-    tap.ok(g.status == 200 and gj.get("kind") == "\x7f" * 30000 and
-           gj.get("payload") == {"s": "\x7f" * 30000},
-           "the DEL-filled row reads back whole (%d-byte reply)" %
-           len(g.body), "got %r" % g)
-    r = post("payload of 20,000 \\u0001 escapes",
+    StoredAs("kind of 60,000 DEL characters (escaping grows the reply)",
+             '{"kind":"%s","payload":{"s":"%s"}}' % ("\x7f" * 30000,
+                                                      "\x7f" * 30000),
+             "the DEL-filled row reads back whole ({reply}-byte reply)",
+             {"kind": "\x7f" * 30000, "payload": {"s": "\x7f" * 30000}}),
+    StoredAs("payload of 20,000 \\u0001 escapes",
              '{"kind":"esc","payload":{"s":"%s"}}' % ("\\u0001" * 10000),
-             {201})
-    i = (r.json() or {}).get("id")
-    g = st.get("/events/%s" % i, tok) if type(i) is int else r
-    tap.ok(g.status == 200 and (g.json() or {}).get("payload") ==
-           {"s": "\x01" * 10000}, "the control characters read back",
-           "got %r" % g)
+             "the control characters read back",
+             {"payload": {"s": "\x01" * 10000}}),
+)
 
-    # -- media type --------------------------------------------------------
+MEDIA_TYPE_CASES = tuple(
+    Post("Content-Type %r is 415" % ctype, BENCH_BODY, {415}, ctype=ctype)
     for ctype in ("application/xml", "", "application/json-seq",
                   "application/jsonp", "application/json/x",
                   "text/plain; x=application/json",
-                  "application/x-json"):
-        post("Content-Type %r is 415" % ctype, BENCH_BODY, {415},
-             ctype=ctype)
-    r = st.raw("POST", "/events", [("Authorization", "Bearer " + tok),
-                                   ("Content-Type", "text/plain"),
-                                   ("Content-Type", "application/json")],
-               BENCH_BODY.encode())
-    chk.expect(r, "POST /events: two Content-Type lines (text/plain "
-               "first)", {201, 400, 415}, (400,))
-    if r.status == 201:
-        written.append((r.json() or {}).get("id"))
+                  "application/x-json")) + (
+    RepeatedHeaders("two Content-Type lines (text/plain first)",
+                    [("Content-Type", "text/plain"),
+                     ("Content-Type", JSON_TYPE)],
+                    BENCH_BODY.encode(), {201, 400, 415}, (400,)),
+)
 
-    # -- truncated JSON: every proper prefix of the bench body -------------
-    bad = []
-    for n in range(len(BENCH_BODY)):
-        r = st.post("/events", BENCH_BODY[:n], tok)
-        chk.answers.append(("prefix %d" % n, r.status))
-        if r.status != 400 or (r.json() or {}).get("error") != \
-                "invalid_request":
-            bad.append((n, r.status, r.body[:80]))
-        if r.status == 201:
-            written.append((r.json() or {}).get("id"))
-    tap.ok(not bad, "POST /events: each of the %d truncations of the bench "
-           "body is 400 invalid_request" % len(BENCH_BODY),
-           "wrong: %r" % bad[:10])
+TRUNCATED_CASES = (Truncations(BENCH_BODY),) + tuple(
+    Post("truncated JSON, %s, is 400" % desc, body, {400})
     for desc, body in (
-            ("cut inside a \\u escape", b'{"kind":"a\\u00'),
-            ("cut inside a UTF-8 sequence", b'{"kind":"\xe2\x82'),
-            ("cut after a backslash", b'{"kind":"a\\'),
-            ("only an opening brace", b"{"),
-            ("unterminated string to the end",
-             b'{"kind":"' + b"a" * 60000)):
-        post("truncated JSON, %s, is 400" % desc, body, {400})
+        ("cut inside a \\u escape", b'{"kind":"a\\u00'),
+        ("cut inside a UTF-8 sequence", b'{"kind":"\xe2\x82'),
+        ("cut after a backslash", b'{"kind":"a\\'),
+        ("only an opening brace", b"{"),
+        ("unterminated string to the end", b'{"kind":"' + b"a" * 60000)))
 
-    # -- nesting -----------------------------------------------------------
+NESTING_CASES = tuple(
+    Post("%s is 400" % desc, body, {400})
     for desc, body in (
-            ("objects nested 10,000 deep", nested(10000)),
-            ("arrays nested 10,000 deep", nested(10000, array=True)),
-            ("arrays nested 32,000 deep (~64 KB)",
-             nested(32000, array=True)),
-            ("10,000 unclosed objects", nested(10000, closed=False)),
-            ("60,000 unclosed arrays",
-             '{"kind":"deep","payload":{"a":' + "[" * 60000),
-            ("depth 10,000 in kind (an array)",
-             '{"kind":%s,"payload":{}}' % ("[" * 10000 + "]" * 10000)),
-            ("brackets inside strings do not count, but 65 real levels "
-             "do", '{"kind":"[[[[","payload":%s}' %
-             ('{"a":' * 64 + '"{{{{"' + "}" * 64))):
-        post("%s is 400" % desc, body, {400})
-    post("64 real levels with 10,000 brackets inside strings is 201",
+        ("objects nested 10,000 deep", nested(10000)),
+        ("arrays nested 10,000 deep", nested(10000, array=True)),
+        ("arrays nested 32,000 deep (~64 KB)", nested(32000, array=True)),
+        ("10,000 unclosed objects", nested(10000, closed=False)),
+        ("60,000 unclosed arrays",
+         '{"kind":"deep","payload":{"a":' + "[" * 60000),
+        ("depth 10,000 in kind (an array)",
+         '{"kind":%s,"payload":{}}' % ("[" * 10000 + "]" * 10000)),
+        ("brackets inside strings do not count, but 65 real levels do",
+         '{"kind":"[[[[","payload":%s}' %
+         ('{"a":' * 64 + '"{{{{"' + "}" * 64)))) + (
+    Post("64 real levels with 10,000 brackets inside strings is 201",
          '{"kind":"%s","payload":%s}' % ("[{" * 5000,
                                           '{"a":' * 62 + "{}" + "}" * 62),
-         {201})
+         {201}),
+)
 
-    # -- kind and payload values -------------------------------------------
+VALUE_CASES = tuple(
+    Post("%s is 400" % desc, body, {400})
     for desc, body in (
-            ("kind empty", '{"kind":"","payload":{}}'),
-            ("kind a number", '{"kind":7,"payload":{}}'),
-            ("kind 1e400", '{"kind":1e400,"payload":{}}'),
-            ("kind true", '{"kind":true,"payload":{}}'),
-            ("kind an object", '{"kind":{},"payload":{}}'),
-            ("kind duplicated", '{"kind":"a","kind":"b","payload":{}}'),
-            ("payload duplicated", '{"kind":"a","payload":{},"payload":{}}'),
-            ("payload an array of an object", '{"kind":"a","payload":[{}]}'),
-            ("payload a string holding an object",
-             '{"kind":"a","payload":"{\\"a\\":1}"}'),
-            ("payload null", '{"kind":"a","payload":null}'),
-            ("payload true", '{"kind":"a","payload":true}'),
-            ("payload 1e400", '{"kind":"a","payload":1e400}'),
-            ("payload key spelled with a non-ASCII escape",
-             '{"kind":"a","p\\u00e1yload":{}}'),
-            ("body a JSON array of 700 events",
-             "[" + ",".join([BENCH_BODY] * 700) + "]")):
-        post("%s is 400" % desc, body, {400})
-    r = post("payload key spelled with \\u escapes is 201",
-             '{"kind":"esc-key","pay\\u006c\\u006Fad":{"a":1}}', {201})
-    i = (r.json() or {}).get("id")
-    g = st.get("/events/%s" % i, tok) if type(i) is int else r
-    tap.ok(g.status == 200 and (g.json() or {}).get("payload") == {"a": 1},
-           "the escaped payload key stores the right member", "got %r" % g)
-    r = post("a decoy payload nested inside another member is 201",
+        ("kind empty", '{"kind":"","payload":{}}'),
+        ("kind a number", '{"kind":7,"payload":{}}'),
+        ("kind 1e400", '{"kind":1e400,"payload":{}}'),
+        ("kind true", '{"kind":true,"payload":{}}'),
+        ("kind an object", '{"kind":{},"payload":{}}'),
+        ("kind duplicated", '{"kind":"a","kind":"b","payload":{}}'),
+        ("payload duplicated", '{"kind":"a","payload":{},"payload":{}}'),
+        ("payload an array of an object", '{"kind":"a","payload":[{}]}'),
+        ("payload a string holding an object",
+         '{"kind":"a","payload":"{\\"a\\":1}"}'),
+        ("payload null", '{"kind":"a","payload":null}'),
+        ("payload true", '{"kind":"a","payload":true}'),
+        ("payload 1e400", '{"kind":"a","payload":1e400}'),
+        ("payload key spelled with a non-ASCII escape",
+         '{"kind":"a","p\\u00e1yload":{}}'),
+        ("body a JSON array of 700 events",
+         "[" + ",".join([BENCH_BODY] * 700) + "]"))) + (
+    StoredAs("payload key spelled with \\u escapes is 201",
+             '{"kind":"esc-key","pay\\u006c\\u006Fad":{"a":1}}',
+             "the escaped payload key stores the right member",
+             {"payload": {"a": 1}}),
+    StoredAs("a decoy payload nested inside another member is 201",
              '{"x":{"payload":{"evil":1},"s":"\\"payload\\":{}"},'
-             '"payload":{"good":"}\\"{["},"kind":"decoy"}', {201})
-    i = (r.json() or {}).get("id")
-    g = st.get("/events/%s" % i, tok) if type(i) is int else r
-    tap.ok(g.status == 200 and (g.json() or {}).get("payload") ==
-           {"good": '}"{['}, "the top-level payload is the one stored, not "
-           "the decoy", "got %r" % g)
+             '"payload":{"good":"}\\"{["},"kind":"decoy"}',
+             "the top-level payload is the one stored, not the decoy",
+             {"payload": {"good": '}"{['}}),
+)
 
-    # -- invalid UTF-8 and NUL ---------------------------------------------
+UTF8_NUL_BODY_CASES = tuple(
+    Post("%s is 400" % desc, body, {400})
     for desc, body in (
-            ("invalid UTF-8 in a key", b'{"kind":"a","payload":{"\xff":1}}'),
-            ("invalid UTF-8 deep in the payload",
-             b'{"kind":"a","payload":{"a":[[{"b":"\xc3\x28"}]]}}'),
-            ("a 5-byte UTF-8 sequence", b'{"kind":"\xf8\x88\x80\x80\x80",'
-             b'"payload":{}}'),
-            ("a code point past U+10FFFF",
-             b'{"kind":"\xf4\x90\x80\x80","payload":{}}'),
-            ("a truncated sequence before the quote",
-             b'{"kind":"a\xe2\x82","payload":{}}'),
-            ("invalid UTF-8 between tokens",
-             b'{"kind":"a",\xff"payload":{}}'),
-            ("latin-1 text", b'{"kind":"caf\xe9","payload":{}}'),
-            ("a NUL in a key", b'{"kind":"a","payload":{"a\x00b":1}}'),
-            ("\\u0000 in a key", b'{"kind":"a","payload":{"a\\u0000":1}}'),
-            ("a NUL before the body", b'\x00{"kind":"a","payload":{}}'),
-            ("64 KiB of NUL bytes", b"\x00" * 65536),
-            ("a NUL between members", b'{"kind":"a",\x00"payload":{}}')):
-        post("%s is 400" % desc, body, {400})
+        ("invalid UTF-8 in a key", b'{"kind":"a","payload":{"\xff":1}}'),
+        ("invalid UTF-8 deep in the payload",
+         b'{"kind":"a","payload":{"a":[[{"b":"\xc3\x28"}]]}}'),
+        ("a 5-byte UTF-8 sequence", b'{"kind":"\xf8\x88\x80\x80\x80",'
+         b'"payload":{}}'),
+        ("a code point past U+10FFFF",
+         b'{"kind":"\xf4\x90\x80\x80","payload":{}}'),
+        ("a truncated sequence before the quote",
+         b'{"kind":"a\xe2\x82","payload":{}}'),
+        ("invalid UTF-8 between tokens", b'{"kind":"a",\xff"payload":{}}'),
+        ("latin-1 text", b'{"kind":"caf\xe9","payload":{}}'),
+        ("a NUL in a key", b'{"kind":"a","payload":{"a\x00b":1}}'),
+        ("\\u0000 in a key", b'{"kind":"a","payload":{"a\\u0000":1}}'),
+        ("a NUL before the body", b'\x00{"kind":"a","payload":{}}'),
+        ("64 KiB of NUL bytes", b"\x00" * 65536),
+        ("a NUL between members", b'{"kind":"a",\x00"payload":{}}')))
 
-    # -- SQL metacharacters, stored verbatim -------------------------------
-    kinds = ["'); DROP TABLE events; --", "' OR '1'='1", "\\'; --",
+# SQL metacharacters, stored verbatim: kinds, and the payload each carries.
+SQL_KINDS = ("'); DROP TABLE events; --", "' OR '1'='1", "\\'; --",
              "$1 $$ $tag$ %s %d \\x00 \\\\", "a\"b\\c\n\t\r\u2028z",
-             "ROLLBACK; DELETE FROM events"]
-    payload = {"q": "it's \"quoted\" \\ back\\slash; --",
+             "ROLLBACK; DELETE FROM events")
+SQL_PAYLOAD = {"q": "it's \"quoted\" \\ back\\slash; --",
                "'; DELETE FROM events; --": "$$",
                "nested": {"s": "%' AND 1=1 --", "u": "\u00e9\u0000"[:1],
                           "arr": ["\\", "'", '"', "\b\f\n\r\t"]}}
-    for kd in kinds:
-        body = json.dumps({"kind": kd, "payload": payload})
-        r = post("SQL metacharacters in kind %r stored" % kd[:20], body,
-                 {201})
-        i = (r.json() or {}).get("id")
-        if type(i) is not int:
-            continue
-        g = st.get("/events/%d" % i, tok)
-        gj = g.json() or {}
-        rows = st.pg.psql("SELECT md5(kind), md5(payload->>'q') FROM events "
-                          "WHERE id = %d" % i)
-        want = [hashlib.md5(kd.encode()).hexdigest(),
-                hashlib.md5(payload["q"].encode()).hexdigest()]
-        tap.ok(g.status == 200 and gj.get("kind") == kd and
-               gj.get("payload") == payload and rows == [want],
-               "kind %r and the quoted payload read back byte-exact (API "
-               "and SQL)" % kd[:20], "got %r" % g, "md5 %r want %r" %
-               (rows, want))
-    tap.ok(st.pg.psql("SELECT to_regclass('events') IS NOT NULL") ==
-           [["t"]], "the events table is still there")
-    return written
+SQL_CASES = tuple(StoredVerbatim(kd) for kd in SQL_KINDS) + (table_intact,)
+
+BODY_CASES = (SIZE_BODY_CASES + MEDIA_TYPE_CASES + TRUNCATED_CASES +
+              NESTING_CASES + VALUE_CASES + UTF8_NUL_BODY_CASES + SQL_CASES)
+
+
+def body_cases(st, chk):
+    """POST /events bodies and odd requests: every case of BODY_CASES, in
+    order. Returns the ids written."""
+    run = BodyRun(st, chk)
+    for case in BODY_CASES:
+        case(run)
+    return run.written
 
 
 def request_cases(st, chk):

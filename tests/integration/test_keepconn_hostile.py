@@ -3,7 +3,7 @@
 test_keepconn_hostile.py: an outsider speaking raw FastCGI on connections
 that a worker kept (FCGI_KEEP_CONN, answered once, idle in the worker) or
 released (the empty FCGI_STDERR record sent, the peer's close awaited),
-while nginx serves legitimate requests beside them. test_fcgi_boundary.py
+while nginx serves legitimate requests beside them. test_fcgi_hostile.py
 covers fresh connections; this is the kept stream.
 
 1. Management and stray records on a kept connection: FCGI_GET_VALUES

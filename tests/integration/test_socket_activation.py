@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """
 test_socket_activation.py: cfpm under systemd-socket-activate (the socket
-comes in as fd 3 with LISTEN_FDS/LISTEN_PID) runs the whole API check set
-of test_api.py, and on SIGTERM leaves the socket it did not create. Then
-the other listen forms cfpm binds itself: 127.0.0.1:PORT and [::1]:PORT,
-and a socket-activated TCP listener.
+comes in as fd 3 with LISTEN_FDS/LISTEN_PID) passes the whole API check
+set (apichecks.py, as test_api.py does), and on SIGTERM leaves the socket
+it did not create. Then the other listen forms cfpm binds itself:
+127.0.0.1:PORT and [::1]:PORT, and a socket-activated TCP listener.
 """
 
 import os
@@ -14,8 +14,8 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
+from apichecks import run_api_checks  # noqa: E402
 from cfpmtest import Checker, seeded_row  # noqa: E402
-from test_api import run_api_checks  # noqa: E402
 
 
 def check_activated_unix(st):

@@ -89,7 +89,7 @@ test_matches(void)
 }
 
 static void
-test_refused(void)
+test_bad_entries(void)
 {
 	static const char *const bad[] = {
 		"localhost", "127.0.0.1,", ",127.0.0.1", "127.0.0.1,,::1",
@@ -110,7 +110,7 @@ test_refused(void)
 }
 
 static void
-test_limits(void)
+test_entry_limit(void)
 {
 	char text[ALLOW_MAX * 16 + 32], why[256];
 	struct allow_list l;
@@ -154,8 +154,8 @@ int
 main(void)
 {
 	test_matches();
-	test_refused();
-	test_limits();
+	test_bad_entries();
+	test_entry_limit();
 	test_unix_and_text();
 	return done_testing();
 }

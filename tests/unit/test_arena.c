@@ -40,7 +40,7 @@ test_carving(void)
 }
 
 static void
-test_fallback(void)
+test_malloc_fallback(void)
 {
 	/* 100-byte blocks take 128 bytes with the header: half fit. */
 	void *big = arena_malloc(ARENA_SIZE), *p[ARENA_SIZE / 64];
@@ -64,7 +64,7 @@ test_fallback(void)
 }
 
 static void
-test_jansson(void)
+test_jansson_trees(void)
 {
 	static const char doc[] = "{\"iss\":\"https://a.example\",\"aud\":"
 	    "[\"x\",\"y\"],\"exp\":1800000000,\"scope\":\"a b c\",\"n\":"
@@ -99,7 +99,7 @@ int
 main(void)
 {
 	test_carving();
-	test_fallback();
-	test_jansson();
+	test_malloc_fallback();
+	test_jansson_trees();
 	return done_testing();
 }

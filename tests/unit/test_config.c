@@ -236,7 +236,7 @@ test_cross_keys(void)
 }
 
 static void
-test_full(void)
+test_every_server_key(void)
 {
 	static struct config cfg;
 	char err[CONFIG_ERR_LEN];
@@ -298,7 +298,7 @@ test_full(void)
 }
 
 static void
-test_errors(void)
+test_errors_at_file_line(void)
 {
 	expect_error("pm.max_children = 0\n", "t.conf:1: pm.max_children",
 	    "max_children 0");
@@ -395,7 +395,7 @@ test_nul_and_validate(void)
 
 /* A short error buffer gets a cut, terminated message and no more. */
 static void
-test_short_err(void)
+test_short_error_buffer(void)
 {
 	static struct config cfg;
 	char err[16];
@@ -617,7 +617,7 @@ static void
 test_app_include(void)
 {
 	static struct config cfg;
-	char err[CONFIG_ERR_LEN];
+	char err[CONFIG_ERR_LEN] = "";
 	const char *main_text = "demo.color = red\ninclude = inc.conf\n"
 	    "other.level = 4\n";
 	const char *inc = "demo.size = 33\napp = other\n";
@@ -643,7 +643,7 @@ static void
 test_app_validate(void)
 {
 	static struct config cfg;
-	char err[CONFIG_ERR_LEN];
+	char err[CONFIG_ERR_LEN] = "";
 
 	setup_apps(&cfg);
 	is_int(config_validate(&cfg, "t.conf", err, sizeof(err)), -1,
@@ -720,11 +720,11 @@ main(void)
 	test_include();
 	test_addresses();
 	test_cross_keys();
-	test_full();
-	test_errors();
+	test_every_server_key();
+	test_errors_at_file_line();
 	test_long_line();
 	test_nul_and_validate();
-	test_short_err();
+	test_short_error_buffer();
 	test_register_defaults();
 	test_app_keys();
 	test_app_include();

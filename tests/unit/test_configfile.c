@@ -95,7 +95,7 @@ test_glob(void)
 }
 
 static void
-test_errors(void)
+test_errors_name_the_include(void)
 {
 	static struct config cfg;
 	char err[CONFIG_ERR_LEN], text[512], want[512];
@@ -152,7 +152,7 @@ main(void)
 		return 1;
 	}
 	test_glob();
-	test_errors();
+	test_errors_name_the_include();
 	snprintf(rm, sizeof(rm), "rm -rf '%s'", dir);
 	if (system(rm) != 0)
 		printf("# %s failed\n", rm);

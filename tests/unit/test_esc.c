@@ -130,7 +130,7 @@ round_trip(const char *in, size_t n)
 }
 
 static void
-test_bytes(void)
+test_every_byte(void)
 {
 	char in[2], want[8], out[16];
 	int c, bad = 0;
@@ -156,7 +156,7 @@ test_bytes(void)
 
 /* Every 2-byte input, every 3-byte and 4-byte lead with telling tails. */
 static void
-test_sequences(void)
+test_utf8_sequences(void)
 {
 	static const unsigned char tails[] = { 0x00, 0x41, 0x7f, 0x80, 0x8f,
 	    0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc2, 0xe0, 0xf0, 0xff };
@@ -260,7 +260,7 @@ static const struct esc_case esc_cases[] = {
 };
 
 static void
-test_cases(void)
+test_client_strings(void)
 {
 	size_t i;
 
@@ -276,7 +276,7 @@ test_cases(void)
  * nothing past cap is written.
  */
 static void
-test_limits(void)
+test_every_output_size(void)
 {
 	static const char in[] = "a\\b\nc\xc3\xa9\xff\xe2\x82\xac\xc2\x9b"
 	    "\xf0\x9f\x98\x80z";
@@ -324,7 +324,7 @@ test_limits(void)
 }
 
 static void
-test_field(void)
+test_fixed_size_field(void)
 {
 	char field[ESC_MAX_FIELD + 64], out[ESC_SIZE(sizeof(field))];
 
@@ -343,10 +343,10 @@ test_field(void)
 int
 main(void)
 {
-	test_bytes();
-	test_sequences();
-	test_cases();
-	test_limits();
-	test_field();
+	test_every_byte();
+	test_utf8_sequences();
+	test_client_strings();
+	test_every_output_size();
+	test_fixed_size_field();
 	return done_testing();
 }

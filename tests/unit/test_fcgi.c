@@ -241,7 +241,7 @@ test_violations(struct stream *s)
 }
 
 static void
-test_limits(struct stream *s)
+test_transport_limits(struct stream *s)
 {
 	static char big[(FCGI_MAX_PARAMS > FCGI_MAX_STDIN ? FCGI_MAX_PARAMS :
 	    FCGI_MAX_STDIN) + 1];
@@ -411,7 +411,7 @@ test_gather(struct stream *s)
 
 /* The release record: an empty FCGI_STDERR of the request's id. */
 static void
-test_release(void)
+test_release_record(void)
 {
 	unsigned char out[FCGI_RELEASE_SIZE + 1];
 	static const unsigned char want[] = { FCGI_VERSION_1, FCGI_STDERR, 0,
@@ -495,7 +495,7 @@ resume_disagreements(const struct stream *s, unsigned seed, size_t *tries)
 
 /* The streams a resumed scan is held to: good, bad, large, management. */
 static void
-test_resume(struct stream *s)
+test_resumed_scan(struct stream *s)
 {
 	unsigned char params[256], mgmt[64];
 	size_t plen = std_params(params), tries = 0, bad = 0, chunk, i, k;
@@ -646,7 +646,7 @@ trickle_model(double rate, double cap, double want, double ms_max,
 }
 
 static void
-test_trickle(void)
+test_trickle_pace(void)
 {
 	struct fcgi_trickle t = { 0, 0, 0 };
 	unsigned reads;
@@ -699,15 +699,15 @@ main(void)
 	s.len = 0;
 	test_good_request(&s);
 	test_violations(&s);
-	test_limits(&s);
+	test_transport_limits(&s);
 	test_management(&s);
 	test_params_and_reply(&s);
 	test_gather(&s);
-	test_release();
+	test_release_record();
 	test_large_reply();
-	test_resume(&s);
+	test_resumed_scan(&s);
 	test_scan_conn(&s);
-	test_trickle();
+	test_trickle_pace();
 	free(s.p);
 	return done_testing();
 }

@@ -4,7 +4,7 @@
  * number's range and printed length, the whole payload's printed length
  * and its limit, on both sides of every bound. The expected lengths were
  * read from PostgreSQL 15 (length(x::jsonb::text)); the integration test
- * test_boundaries.py checks the same rules against a live server.
+ * test_client_bytes.py checks the same rules against a live server.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -284,7 +284,7 @@ static const struct text_case text_cases[] = {
 };
 
 static void
-test_rendered(void)
+test_rendered_len(void)
 {
 	size_t i;
 
@@ -335,7 +335,7 @@ accepts(const char *body)
  * ], "s": " is 9, the string, "} is 2.
  */
 static void
-test_limit(void)
+test_rendered_limit(void)
 {
 	const int m = 32;
 	const long fixed = 7 + 16002L * m + 2L * (m - 1) + 9 + 2;
@@ -376,7 +376,7 @@ test_limit(void)
 
 /* 64 KiB of small numbers: jsonb's spacing grows it by half, no more. */
 static void
-test_many_small(void)
+test_many_small_numbers(void)
 {
 	char *b = malloc(65536 + 1), *p;
 	size_t n;
@@ -400,8 +400,8 @@ main(void)
 	test_event_body();
 	test_numbers();
 	test_numbers_random();
-	test_rendered();
-	test_limit();
-	test_many_small();
+	test_rendered_len();
+	test_rendered_limit();
+	test_many_small_numbers();
 	return done_testing();
 }

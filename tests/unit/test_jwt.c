@@ -436,7 +436,7 @@ test_claims_out(void)
 
 /* Variants of golden tokens built here: whitespace, NUL, length, buffers. */
 static void
-test_built(void)
+test_golden_variants(void)
 {
 	struct jwt_claims c;
 	enum jwt_err e;
@@ -526,7 +526,7 @@ test_hs256_golden(void)
 }
 
 static void
-test_rs256_primitive(void)
+test_rs256_verify(void)
 {
 	unsigned char sig[512];
 	size_t len;
@@ -881,9 +881,9 @@ main(void)
 
 	test_goldens();
 	test_claims_out();
-	test_built();
+	test_golden_variants();
 	test_hs256_golden();
-	test_rs256_primitive();
+	test_rs256_verify();
 	test_keyset_parse();
 	test_strerror();
 

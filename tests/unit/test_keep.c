@@ -32,7 +32,7 @@ seen_name(const struct keep_seen *s, char *buf, size_t len)
 
 /* The properties, for each of the 16 combinations. */
 static void
-test_properties(void)
+test_safety_properties(void)
 {
 	struct keep_seen s;
 	struct keep_plan p;
@@ -84,7 +84,7 @@ test_properties(void)
 }
 
 static void
-test_end(void)
+test_reply_end(void)
 {
 	static const struct {
 		int		asked, draining, queued;
@@ -168,8 +168,8 @@ test_recycle_sequence(void)
 int
 main(void)
 {
-	test_properties();
-	test_end();
+	test_safety_properties();
+	test_reply_end();
 	test_backlog_not_starved();
 	test_stop_sequence();
 	test_recycle_sequence();

@@ -522,7 +522,7 @@ test_backoff(void)
 }
 
 static void
-test_deaths(void)
+test_death_reasons(void)
 {
 	struct sim m;
 
@@ -563,7 +563,7 @@ test_deaths(void)
 }
 
 static void
-test_ready(void)
+test_readiness(void)
 {
 	struct sb_view v;
 	struct pool_slot s;
@@ -636,7 +636,7 @@ test_stop(void)
 }
 
 static void
-test_failing(void)
+test_crash_loop(void)
 {
 	struct sim m;
 	int i;
@@ -689,9 +689,9 @@ main(void)
 	test_crash_during_reload();
 	test_db_down();
 	test_backoff();
-	test_deaths();
-	test_ready();
+	test_death_reasons();
+	test_readiness();
 	test_stop();
-	test_failing();
+	test_crash_loop();
 	return done_testing();
 }

@@ -26,7 +26,7 @@
 #define T_PEAK_ROUNDS	200	/* times they all enter, then all leave */
 
 static void
-test_claim(struct scoreboard *sb)
+test_claim_and_release(struct scoreboard *sb)
 {
 	struct sb_view v;
 	struct sb_slot *s = &sb->slots[1];
@@ -60,7 +60,7 @@ test_claim(struct scoreboard *sb)
 }
 
 static void
-test_worker(struct scoreboard *sb)
+test_worker_writes(struct scoreboard *sb)
 {
 	char uri[SCOREBOARD_URI_LEN * 2], text[SCOREBOARD_DB_ERROR_LEN * 2];
 	struct sb_slot *s = &sb->slots[1];
@@ -230,7 +230,7 @@ race_consistent(const struct sb_view *v)
 }
 
 static void
-test_race(struct scoreboard *sb)
+test_racing_writer(struct scoreboard *sb)
 {
 	struct sb_slot *s = &sb->slots[2];
 	int *stop, status, i, bad = 0, good = 0, torn = 0;
@@ -278,7 +278,7 @@ test_race(struct scoreboard *sb)
 /* The peaks by hand: each transition, and a worker dying in a request.
  * After each step the totals must be exactly these. */
 static void
-test_peaks(struct scoreboard *sb)
+test_peaks_by_hand(struct scoreboard *sb)
 {
 	static const struct {
 		int		 slot, phase;	/* or T_RELEASE, T_CLAIM */
@@ -357,7 +357,7 @@ peak_barrier(unsigned *arrived, unsigned n, unsigned round)
  * up exactly once a round, with no sampling anywhere.
  */
 static void
-test_peaks_race(struct scoreboard *sb)
+test_peaks_of_processes(struct scoreboard *sb)
 {
 	unsigned *arrived, i, k;
 	struct sb_totals t;
@@ -416,13 +416,13 @@ main(void)
 		ok(0, "setup");
 		return done_testing();
 	}
-	test_claim(sb);
-	test_worker(sb);
+	test_claim_and_release(sb);
+	test_worker_writes(sb);
 	test_stopped_writer(sb);
 	test_totals(sb);
-	test_race(sb);
-	test_peaks(sb);
-	test_peaks_race(sb);
+	test_racing_writer(sb);
+	test_peaks_by_hand(sb);
+	test_peaks_of_processes(sb);
 	scoreboard_destroy(sb);
 	return done_testing();
 }

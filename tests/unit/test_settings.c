@@ -54,7 +54,7 @@ test_defaults(void)
 }
 
 static void
-test_values(void)
+test_every_auth_key(void)
 {
 	static struct config cfg;
 	char err[CONFIG_ERR_LEN];
@@ -85,7 +85,7 @@ test_values(void)
 }
 
 static void
-test_errors(void)
+test_errors_at_file_line(void)
 {
 	expect_error("auth.errors = loud\n", "expected rfc6750 or compat",
 	    "bad auth.errors");
@@ -141,8 +141,8 @@ int
 main(void)
 {
 	test_defaults();
-	test_values();
-	test_errors();
+	test_every_auth_key();
+	test_errors_at_file_line();
 	test_required();
 	return done_testing();
 }

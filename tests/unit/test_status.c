@@ -901,7 +901,7 @@ test_openmetrics(struct status_view *v, char *page)
 
 /* A page that does not fit fails whole rather than being cut. */
 static void
-test_overflow(struct status_view *v, char *page)
+test_page_too_large(struct status_view *v, char *page)
 {
 	static const enum status_format fmts[] = {
 		STATUS_TEXT, STATUS_JSON, STATUS_OPENMETRICS, STATUS_XML,
@@ -916,7 +916,7 @@ test_overflow(struct status_view *v, char *page)
 
 /* A worker stopped in the middle of writing its request record. */
 static void
-test_torn(struct scoreboard *sb, struct status_view *v, char *page)
+test_torn_request_record(struct scoreboard *sb, struct status_view *v, char *page)
 {
 	unsigned *seq = &sb->slots[T_BUSY].worker.req_seq;
 	json_t *root;
@@ -933,7 +933,7 @@ test_torn(struct scoreboard *sb, struct status_view *v, char *page)
 }
 
 static void
-test_query(void)
+test_query_flags(void)
 {
 	/* What PHP-FPM 8.2 answers for each, checked against php-fpm8.2. */
 	static const struct {
@@ -989,7 +989,7 @@ test_query(void)
 }
 
 static void
-test_states(void)
+test_state_names(void)
 {
 	static const struct {
 		int		 phase;
@@ -1041,10 +1041,10 @@ main(void)
 	test_xml(&v, page);
 	test_html(&v, page);
 	test_openmetrics(&v, page);
-	test_overflow(&v, page);
-	test_torn(sb, &v, page);
-	test_query();
-	test_states();
+	test_page_too_large(&v, page);
+	test_torn_request_record(sb, &v, page);
+	test_query_flags();
+	test_state_names();
 	free(page);
 	scoreboard_destroy(sb);
 	return done_testing();

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """
-test_limits.py: a descriptor limit is checked, never spun on (issue 21,
-item 3). Every failing system call of the processes' loops is forced
-here with a low RLIMIT_NOFILE (prlimit at start, prlimit --pid on a
-running pool), and each must end in a clear refusal or a bounded back
-off, never in a loop that burns a core or floods the log.
+test_nofile_limit.py: a descriptor limit (RLIMIT_NOFILE) is checked,
+never spun on (issue 21, item 3). Every failing system call of the
+processes' loops is forced here with a low RLIMIT_NOFILE (prlimit at
+start, prlimit --pid on a running pool), and each must end in a clear
+refusal or a bounded back off, never in a loop that burns a core or
+floods the log.
 
 1. Refusal: under a hard limit of 33 (below what the configuration
    needs) `cfpm -t` and a start both exit non-zero with one line naming

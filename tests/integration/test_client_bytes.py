@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """
-test_boundaries.py: what POST /events accepts reads back, and nothing a
+test_client_bytes.py: what POST /events accepts reads back, and nothing a
 client sends forges a log or status line (nginx + cfpm + PostgreSQL).
 
 Bodies. PostgreSQL's jsonb keeps numbers as numeric and prints them in

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """
-test_fcgi_boundary.py: no FastCGI peer can crash, hang or fool cfpm, on a
+test_fcgi_hostile.py: no FastCGI peer can crash, hang or fool cfpm, on a
 live pool (3 workers) and its master, straight on their unix sockets.
 
 1. Management records: the FCGI_GET_VALUES record that overflows libfcgi

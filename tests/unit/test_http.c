@@ -1,13 +1,12 @@
 /*
- * test_reply.c: the one reply path of workers and the status socket
- * (http_answer_*, http_head, http_path_is), how both find the ping and
- * status paths (http_route) and the events API's JSON rendering
- * (render.c). All pure: no sockets.
+ * test_http.c: the one reply path of workers and the status socket
+ * (http_answer_*, http_head, http_path_is) and how both find the ping
+ * and status paths (http_route), in server/http.c. All pure: no
+ * sockets. The events API's JSON bodies are test_render.c's.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "events/render.h"
 #include "server/http.h"
 #include "util/config.h"
 
@@ -26,7 +25,7 @@ body_of(const struct http_answer *a)
 }
 
 static void
-test_errors(void)
+test_error_answers(void)
 {
 	struct http_answer a;
 
@@ -163,7 +162,7 @@ test_route(void)
 }
 
 static void
-test_head(void)
+test_head_and_path_is(void)
 {
 	char head[HTTP_MAX_HEAD];
 	int n;
@@ -179,75 +178,12 @@ test_head(void)
 	ok(http_path_is("/ab", 2, "/a"), "path_is: only len bytes count");
 }
 
-/* The buffer's text, NUL-terminated (its memory has a byte to spare),
- * or "OVERFLOW". */
-static const char *
-rendered(struct buf *b)
-{
-	if (b->overflow)
-		return "OVERFLOW";
-	b->p[b->len] = '\0';
-	return b->p;
-}
-
-static void
-test_render(void)
-{
-	char mem[512];
-	struct buf b;
-	struct store_event ev;
-
-	buf_init(&b, mem, sizeof(mem) - 1);
-	buf_json_string(&b, "a\"b\\c\n\x01\x1f/\xc3\xa9", 11);
-	is_str(rendered(&b),
-	    "\"a\\\"b\\\\c\\u000a\\u0001\\u001f/\xc3\xa9\"",
-	    "string: quotes, backslash, controls escaped, UTF-8 kept");
-	buf_init(&b, mem, sizeof(mem) - 1);
-	buf_json_string(&b, "", 0);
-	is_str(rendered(&b), "\"\"", "string: empty");
-	buf_init(&b, mem, sizeof(mem) - 1);
-	render_timestamp(&b, 0);
-	is_str(rendered(&b), "\"1970-01-01T00:00:00.000000Z\"",
-	    "timestamp: the epoch");
-	buf_init(&b, mem, sizeof(mem) - 1);
-	render_timestamp(&b, -1);
-	is_str(rendered(&b), "\"1969-12-31T23:59:59.999999Z\"",
-	    "timestamp: one microsecond before it");
-	buf_init(&b, mem, sizeof(mem) - 1);
-	render_timestamp(&b, INT64_C(1764547200123456));
-	is_str(rendered(&b), "\"2025-12-01T00:00:00.123456Z\"",
-	    "timestamp: microseconds kept");
-	memset(&ev, 0, sizeof(ev));
-	ev.id = 42;
-	ev.subject = "user-1";
-	ev.subject_len = 6;
-	ev.kind = "k\"";
-	ev.kind_len = 2;
-	ev.payload = "{\"a\": 1}";
-	ev.payload_len = 8;
-	ev.created_us = 0;
-	buf_init(&b, mem, sizeof(mem) - 1);
-	render_event(&b, &ev);
-	is_str(rendered(&b), "{\"id\":42,\"subject\":\"user-1\","
-	    "\"kind\":\"k\\\"\",\"payload\":{\"a\": 1},\"created_at\":"
-	    "\"1970-01-01T00:00:00.000000Z\"}",
-	    "event: payload verbatim, the rest escaped");
-	buf_init(&b, mem, 20);
-	render_event(&b, &ev);
-	ok(b.overflow && b.len <= 20, "event: a small buffer overflows, bounded");
-	buf_init(&b, mem, sizeof(mem) - 1);
-	render_claims(&b, "s", "events:read events:write");
-	is_str(rendered(&b),
-	    "{\"sub\":\"s\",\"scope\":\"events:read events:write\"}", "claims");
-}
-
 int
 main(void)
 {
-	test_errors();
+	test_error_answers();
 	test_ping();
 	test_route();
-	test_head();
-	test_render();
+	test_head_and_path_is();
 	return done_testing();
 }
