@@ -24,7 +24,7 @@
  * and the idle worker's loop (db_sockets, db_tick) makes the attempts.
  *
  * A wait that runs out, or that the request gives up (the client went
- * away, db_interrupt), drops the connection: closing the socket is all a
+ * away, an interrupt), drops the connection: closing the socket is all a
  * frozen server can be told, and PQcancel is never called (libpq 15's
  * connects to the server and waits for it to close the cancel
  * connection, retrying on EINTR: against a frozen server, forever). The
@@ -46,7 +46,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,7 +104,7 @@ enum db_link_state {
 enum db_wait {
 	DB_WAIT_READY = 0,	/* the socket is ready */
 	DB_WAIT_TIMEOUT,	/* the deadline passed */
-	DB_WAIT_INTERRUPTED,	/* db_interrupt() */
+	DB_WAIT_INTERRUPTED,	/* the interrupt eventfd (db_interrupt_fd) */
 	DB_WAIT_CLIENT_GONE,	/* the request's client closed */
 };
 
@@ -187,8 +186,9 @@ struct db {
 	int		 has_read;
 	int		 timeout_ms;	/* db.timeout */
 	int		 wait_ms;	/* the bound of the wait under way */
-	int		 wake_fd;	/* eventfd: db_interrupt() was called */
-	volatile sig_atomic_t interrupted;	/* ... during this request */
+	int		 wake_fd;	/* eventfd: a write interrupts (the
+					   worker's signal handler) */
+	int		 interrupted;	/* a wait of this request saw it */
 	int		 client_fd;	/* the request's FastCGI connection */
 	int		 client_gone;	/* it closed during this statement */
 	int		 in_statement;	/* an exchange is under way */
@@ -806,9 +806,10 @@ db_given_up(const struct db *db, int64_t deadline_us)
 
 /*
  * Waits until fd is ready for events or the request gives up: its
- * deadline, db_interrupt() (the eventfd closes the race between the
- * flag and the poll), the client closing its connection (nginx does when
- * the client went away: no answer could be delivered).
+ * deadline, an interrupt (the eventfd, written by a signal handler: one
+ * that comes before the poll is seen by it all the same), the client
+ * closing its connection (nginx does when the client went away: no
+ * answer could be delivered).
  */
 static enum db_wait
 db_wait(struct db *db, int fd, short events, int64_t deadline_us)
@@ -834,7 +835,7 @@ db_wait(struct db *db, int fd, short events, int64_t deadline_us)
 		}
 		rc = poll(p, n, db_ms_until(deadline_us));
 		if (rc == -1 && errno == EINTR)
-			continue;	/* SIGALRM: the flag says */
+			continue;	/* SIGALRM: the eventfd says */
 		if (p[1].revents != 0)
 			db->interrupted = 1;
 		else if (rc == -1 || p[0].revents != 0)
@@ -1565,30 +1566,28 @@ db_result_free(struct db_result *res)
 	PQclear((PGresult *)(void *)res);
 }
 
-void
-db_interrupt(struct db *db)
+int
+db_interrupt_fd(const struct db *db)
 {
-	uint64_t one = 1;
+	return db->wake_fd;
+}
 
-	db->interrupted = 1;
-	if (write(db->wake_fd, &one, sizeof(one)) == -1) {
-		/* EAGAIN: already woken */
+void
+db_interrupt_clear(struct db *db)
+{
+	uint64_t n;
+
+	db->interrupted = 0;
+	if (read(db->wake_fd, &n, sizeof(n)) == -1) {
+		/* EAGAIN: nothing to take */
 	}
 }
 
 void
 db_watch_client(struct db *db, int fd)
 {
-	uint64_t n;
-
 	db->client_fd = fd;
 	db->client_gone = 0;	/* a new request: no earlier client's fate */
-	if (fd == -1 || !db->interrupted)
-		return;
-	db->interrupted = 0;	/* first: a signal now sets both again */
-	if (read(db->wake_fd, &n, sizeof(n)) == -1) {
-		/* EAGAIN: nothing to take */
-	}
 }
 
 int

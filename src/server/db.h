@@ -86,7 +86,7 @@ void db_close(struct db *db);
 /*
  * 1 if the main connection is usable as far as is known without I/O:
  * up and prepared, or closed by cfpm itself (db_watch_client's client
- * gone, db_interrupt) and being made again.
+ * gone, an interrupt) and being made again.
  */
 int db_is_up(const struct db *db);
 
@@ -175,12 +175,17 @@ const char *db_result_jsonb(const struct db_result *res, int row, int col,
 void db_result_free(struct db_result *res);
 
 /*
- * Makes the request's waits for the server end at once, the one under
- * way and any later one until the next db_watch_client(db, fd): its
- * connection is dropped, the outcome unknown (request_terminate_timeout).
- * Safe in a signal handler: it only writes to an eventfd the waits poll.
+ * The eventfd that interrupts the request's waits for the server: a
+ * write of an 8-byte 1 to it (async-signal-safe: the worker's
+ * request_terminate_timeout handler) ends the wait under way at once and
+ * every later one, until db_interrupt_clear(); the connection is dropped,
+ * the outcome unknown.
  */
-void db_interrupt(struct db *db);
+int db_interrupt_fd(const struct db *db);
+
+/* Takes an interrupt back, after the request it was for (the next
+ * request's waits are not interrupted). */
+void db_interrupt_clear(struct db *db);
 
 /*
  * The request's connection to watch while a statement runs (-1: none;

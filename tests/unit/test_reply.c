@@ -1,10 +1,11 @@
 /*
  * test_reply.c: the one reply path of workers and the status socket
- * (http_answer_*, http_head, http_path_is), how both find the ping and
+ * (http_answer_*, http_head, http_span_is), how both find the ping and
  * status paths (http_route) and the events API's JSON rendering
  * (render.c). All pure: no sockets.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "events/render.h"
@@ -138,6 +139,7 @@ test_route(void)
 		{ NULL, NULL, NULL, "", "", "neither: empty" },
 	};
 	unsigned char params[T_PARAMS];
+	struct fcgi_params *ps = malloc(sizeof(*ps));
 	struct http_route q;
 	size_t i, n;
 
@@ -149,17 +151,21 @@ test_route(void)
 		};
 
 		n = params_of(params, pairs);
-		http_route(params, n, &q);
-		ok(http_path_is(q.path, q.path_len, cases[i].path) &&
-		    http_path_is(q.query, q.query_len, cases[i].want_query) &&
-		    http_path_is(q.method, q.method_len, "GET"),
+		if (ps == NULL || fcgi_params_decode(ps, params, n) == -1)
+			abort();
+		http_route(ps, &q);
+		ok(http_span_is(q.path, q.path_len, cases[i].path) &&
+		    http_span_is(q.query, q.query_len, cases[i].want_query) &&
+		    http_span_is(q.method, q.method_len, "GET"),
 		    "route: %s: path \"%.*s\", query \"%.*s\"", cases[i].why,
 		    (int)q.path_len, q.path, (int)q.query_len, q.query);
 	}
-	http_route(params, 0, &q);
+	(void)fcgi_params_decode(ps, params, 0);
+	http_route(ps, &q);
 	ok(q.method_len == 0 && q.path_len == 0 && q.query_len == 0 &&
 	    q.method != NULL && q.path != NULL && q.query != NULL,
 	    "route: no parameters: every value empty, none NULL");
+	free(ps);
 }
 
 static void
@@ -174,9 +180,9 @@ test_head(void)
 	is_int(n, (long long)strlen(head), "head: length returned");
 	ok(http_head(head, 40, 200, "text/plain", 1, NULL) == -1,
 	    "head: too small a buffer is -1");
-	ok(http_path_is("/a", 2, "/a"), "path_is: equal");
-	ok(!http_path_is("/a", 2, "/ab"), "path_is: a prefix is not equal");
-	ok(http_path_is("/ab", 2, "/a"), "path_is: only len bytes count");
+	ok(http_span_is("/a", 2, "/a"), "span_is: equal");
+	ok(!http_span_is("/a", 2, "/ab"), "span_is: a prefix is not equal");
+	ok(http_span_is("/ab", 2, "/a"), "span_is: only len bytes count");
 }
 
 /* The buffer's text, NUL-terminated (its memory has a byte to spare),
