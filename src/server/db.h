@@ -25,20 +25,7 @@
 
 #define DB_BACKOFF_MIN_MS	100	/* first reconnect delay */
 #define DB_BACKOFF_MAX_MS	2000	/* longest reconnect delay */
-/*
- * libpq settings cfpm supplies unless the conninfo sets them (TCP only):
- * a dead or partitioned server (packets dropped, not refused) shows
- * within seconds. connect_timeout bounds each host of a multi-host
- * conninfo (cfpm enforces it, capped at db.timeout: libpq does only in
- * its blocking call); keepalives probe an idle or waiting connection;
- * tcp_user_timeout ends one whose sent data (or probes) go unacknowledged
- * that long, where TCP alone would retransmit for minutes.
- */
-#define DB_CONNECT_TIMEOUT	"2"	/* seconds (libpq's minimum) */
-#define DB_KEEPALIVES_IDLE	"2"	/* seconds idle before probing */
-#define DB_KEEPALIVES_INTERVAL	"1"	/* seconds between probes */
-#define DB_KEEPALIVES_COUNT	"3"	/* probes lost before giving up */
-#define DB_TCP_USER_TIMEOUT	"4000"	/* ms unacknowledged before ending */
+/* The libpq settings cfpm adds to a conninfo are dbplan.h's. */
 #define DB_MAX_SOCKETS		2	/* db_sockets(): write and read link */
 
 enum db_status {
