@@ -44,7 +44,8 @@ enum http_phase {
 	HTTP_PHASE_READING = 0,	/* reading the request or its body */
 	HTTP_PHASE_AUTH,	/* checking credentials */
 	HTTP_PHASE_DB,		/* waiting for the database */
-	HTTP_PHASE_WRITING,	/* sending the reply */
+	HTTP_PHASE_WRITING,	/* giving its reply (the send is the
+				   server's: SB_SENDING) */
 };
 
 /*
