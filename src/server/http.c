@@ -153,20 +153,38 @@ http_head(char *buf, size_t cap, int status, const char *content_type,
 	return n < 0 || (size_t)n >= cap ? -1 : n;
 }
 
-int
-http_reply(struct http_request *r, int status, const char *content_type,
-    const char *extra_headers, const char *body, size_t len)
+/* The answer a, framed whole as the reply to request id, into out (cap
+ * bytes): returns its length, or 0 if its head or the whole does not
+ * fit. */
+static size_t
+http_frame(unsigned id, const struct http_answer *a, unsigned char *out,
+    size_t cap)
 {
 	char head[HTTP_MAX_HEAD];
 	int hlen;
 
-	if (r->replied || len > HTTP_MAX_REPLY || (hlen = http_head(head,
-	    sizeof(head), status, content_type, len, extra_headers)) == -1)
+	if ((hlen = http_head(head, sizeof(head), a->status, a->content_type,
+	    a->len, a->headers)) == -1 ||
+	    fcgi_reply_size((size_t)hlen + a->len) > cap)
+		return 0;
+	return fcgi_reply(id, head, (size_t)hlen, a->body, a->len, out);
+}
+
+int
+http_reply(struct http_request *r, int status, const char *content_type,
+    const char *extra_headers, const char *body, size_t len)
+{
+	struct http_answer a = { .status = status,
+	    .content_type = content_type, .headers = extra_headers,
+	    .body = body, .len = len };
+	size_t n;
+
+	if (r->replied || len > HTTP_MAX_REPLY || (n = http_frame(r->fcgi.id,
+	    &a, r->out, sizeof(r->out) - FCGI_RELEASE_SIZE)) == 0)
 		return -1;
 	r->status = status;
 	r->replied = 1;
-	r->out_len = fcgi_reply(r->fcgi.id, head, (size_t)hlen, body, len,
-	    r->out);
+	r->out_len = n;
 	return 0;
 }
 
@@ -291,16 +309,10 @@ size_t
 http_refusal(unsigned id, int body_too_large, unsigned char *out)
 {
 	struct http_answer a;
-	char head[HTTP_MAX_HEAD];
-	int hlen;
 
 	if (body_too_large)
 		http_answer_error(&a, 413, "payload_too_large", NULL);
 	else
 		http_answer_error(&a, 400, "invalid_request", NULL);
-	if ((hlen = http_head(head, sizeof(head), a.status, a.content_type,
-	    a.len, NULL)) == -1 ||
-	    fcgi_reply_size((size_t)hlen + a.len) > HTTP_MAX_REFUSAL)
-		return 0;	/* never: the 413 takes 146 bytes */
-	return fcgi_reply(id, head, (size_t)hlen, a.body, a.len, out);
+	return http_frame(id, &a, out, HTTP_MAX_REFUSAL);
 }
