@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/buf.h"
+
 /* A parameter's value (NUL-terminated; *vlen bytes, if vlen is not
  * NULL), or NULL if it was not sent. name: a string literal. */
 #define HTTP_PARAM(ps, name, vlen) \
@@ -140,17 +142,45 @@ http_reason(int status)
 	}
 }
 
+/* Appends v in decimal (a status code, a length: no printf on the path
+ * of every reply). */
+static void
+http_put_uint(struct buf *b, unsigned long long v)
+{
+	char d[20];	/* 2^64 - 1 has 20 digits */
+	size_t n = sizeof(d);
+
+	do
+		d[--n] = (char)('0' + v % 10);
+	while ((v /= 10) > 0);
+	buf_add(b, d + n, sizeof(d) - n);
+}
+
 int
 http_head(char *buf, size_t cap, int status, const char *content_type,
     size_t len, const char *extra_headers)
 {
-	int n;
+	struct buf b;
 
-	n = snprintf(buf, cap,
-	    "Status: %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-	    "%s\r\n", status, http_reason(status), content_type, len,
-	    extra_headers ? extra_headers : "");
-	return n < 0 || (size_t)n >= cap ? -1 : n;
+	if (cap == 0 || status < 0)
+		return -1;
+	buf_init(&b, buf, cap - 1);	/* and the NUL */
+	buf_str(&b, "Status: ");
+	http_put_uint(&b, (unsigned)status);
+	buf_add(&b, " ", 1);
+	buf_str(&b, http_reason(status));
+	buf_str(&b, "\r\nContent-Type: ");
+	buf_str(&b, content_type);
+	buf_str(&b, "\r\nContent-Length: ");
+	http_put_uint(&b, len);
+	buf_str(&b, "\r\n");
+	if (extra_headers != NULL)
+		buf_str(&b, extra_headers);
+	buf_str(&b, "\r\n");
+	if (b.overflow)
+		return -1;
+	buf[b.len] = '\0';
+	return (int)b.len;
 }
 
 /* The answer a, framed whole as the reply to request id, into out (cap

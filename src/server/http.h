@@ -131,10 +131,11 @@ int http_reply(struct http_request *r, int status, const char *content_type,
     const char *extra_headers, const char *body, size_t len);
 
 /*
- * Formats a CGI response head into buf (cap bytes): Status line,
- * Content-Type, Content-Length len, the optional extra header lines (each
- * ending in "\r\n") and the blank line. Returns its length, or -1 if it
- * does not fit. PURE: the master's status server uses it too.
+ * Formats a CGI response head into buf (cap bytes, NUL-terminated):
+ * Status line (status: a code, not negative), Content-Type,
+ * Content-Length len, the optional extra header lines (each ending in
+ * "\r\n") and the blank line. Returns its length, or -1 if it does not
+ * fit. PURE: the master's status server uses it too.
  */
 int http_head(char *buf, size_t cap, int status, const char *content_type,
     size_t len, const char *extra_headers);

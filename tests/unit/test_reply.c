@@ -180,6 +180,18 @@ test_head(void)
 	is_int(n, (long long)strlen(head), "head: length returned");
 	ok(http_head(head, 40, 200, "text/plain", 1, NULL) == -1,
 	    "head: too small a buffer is -1");
+	n = http_head(head, sizeof(head), 405, "application/json", 1048576,
+	    "Allow: GET\r\n");
+	is_str(head, "Status: 405 Method Not Allowed\r\nContent-Type: "
+	    "application/json\r\nContent-Length: 1048576\r\nAllow: GET\r\n"
+	    "\r\n", "head: a 7-digit length, the extra header lines last");
+	ok(http_head(head, (size_t)n + 1, 405, "application/json", 1048576,
+	    "Allow: GET\r\n") == n && http_head(head, (size_t)n, 405,
+	    "application/json", 1048576, "Allow: GET\r\n") == -1,
+	    "head: it fits in its length and its NUL, not one byte less");
+	n = http_head(head, sizeof(head), 999, "text/plain", 0, NULL);
+	is_str(head, "Status: 999 Unknown\r\nContent-Type: text/plain\r\n"
+	    "Content-Length: 0\r\n\r\n", "head: an unknown status, length 0");
 	ok(http_span_is("/a", 2, "/a"), "span_is: equal");
 	ok(!http_span_is("/a", 2, "/ab"), "span_is: a prefix is not equal");
 	ok(http_span_is("/ab", 2, "/a"), "span_is: only len bytes count");
