@@ -40,9 +40,7 @@ api_new(const struct settings *settings, const struct auth *auth,
 	ctx->settings = settings;
 	ctx->auth = auth;
 	ctx->db = db;
-	ctx->body = malloc(HTTP_MAX_BODY + 1);
-	ctx->out = malloc(API_MAX_REPLY);
-	if (ctx->body == NULL || ctx->out == NULL) {
+	if ((ctx->out = malloc(API_MAX_REPLY)) == NULL) {
 		api_free(ctx);
 		return NULL;
 	}
@@ -54,22 +52,15 @@ api_free(struct api_ctx *ctx)
 {
 	if (ctx == NULL)
 		return;
-	free(ctx->body);
 	free(ctx->out);
 	free(ctx);
 }
 
+/* A JSON reply of the string body. */
 static int
-api_send(struct http_request *r, int status, const char *body)
+api_reply(struct http_request *r, int status, const char *body)
 {
 	return http_reply(r, status, API_JSON, NULL, body, strlen(body));
-}
-
-static int
-api_error(struct http_request *r, int status, const char *code,
-    const char *headers)
-{
-	return http_error(r, status, code, headers);
 }
 
 static int
@@ -78,7 +69,7 @@ api_method_not_allowed(struct http_request *r, const char *allow)
 	struct http_answer a;
 
 	http_answer_not_allowed(&a, allow);
-	return http_send(r, &a);
+	return http_reply_answer(r, &a);
 }
 
 /* Maps an auth outcome to HTTP: the one place that knows both profiles. */
@@ -89,29 +80,31 @@ api_auth_error(struct api_ctx *ctx, struct http_request *r,
 	char headers[HTTP_MAX_REPLY_HEADERS];
 
 	if (ctx->settings->errors == SETTINGS_ERRORS_COMPAT)
-		return api_error(r, 401, "invalid_token", "WWW-Authenticate: "
-		    "Bearer error=\"invalid_token\"\r\n");
+		return http_reply_error(r, 401, "invalid_token",
+		    "WWW-Authenticate: Bearer error=\"invalid_token\"\r\n");
 	switch (res) {
 	case AUTH_NO_CREDENTIALS:
-		return api_error(r, 401, "unauthorized",
+		return http_reply_error(r, 401, "unauthorized",
 		    "WWW-Authenticate: Bearer realm=\"events\"\r\n");
 	case AUTH_MALFORMED:
-		return api_error(r, 400, "invalid_request", "WWW-Authenticate: "
-		    "Bearer realm=\"events\", error=\"invalid_request\"\r\n");
+		return http_reply_error(r, 400, "invalid_request",
+		    "WWW-Authenticate: Bearer realm=\"events\", "
+		    "error=\"invalid_request\"\r\n");
 	case AUTH_INSUFFICIENT_SCOPE:
 		snprintf(headers, sizeof(headers), "WWW-Authenticate: Bearer "
 		    "realm=\"events\", error=\"insufficient_scope\", "
 		    "scope=\"%s\"\r\n", scope);
-		return api_error(r, 403, "insufficient_scope", headers);
+		return http_reply_error(r, 403, "insufficient_scope", headers);
 	default:
-		return api_error(r, 401, "invalid_token", "WWW-Authenticate: "
-		    "Bearer realm=\"events\", error=\"invalid_token\"\r\n");
+		return http_reply_error(r, 401, "invalid_token",
+		    "WWW-Authenticate: Bearer realm=\"events\", "
+		    "error=\"invalid_token\"\r\n");
 	}
 }
 
 /*
  * Runs auth for scope. Returns 1 when the request may proceed; otherwise
- * the error reply has been sent and *rc holds http_reply's result.
+ * the error reply is given and *rc holds http_reply's result.
  */
 static int
 api_authorize(struct api_ctx *ctx, struct http_request *r, const char *scope,
@@ -145,22 +138,22 @@ api_db_error(struct api_ctx *ctx, struct http_request *r, enum db_status st)
 	char msg[ESC_SIZE(API_MAX_LOGGED_ERROR)];
 
 	if (st == DB_UNAVAILABLE)
-		return api_error(r, 503, "unavailable", NULL);
+		return http_reply_error(r, 503, "unavailable", NULL);
 	/* The server's message may quote the request's values. */
 	esc_text(msg, sizeof(msg), e, strnlen(e, API_MAX_LOGGED_ERROR));
 	if (st == DB_CANCELED) {
 		(void)log_flood(&canceled, CONFIG_LOG_WARNING, "database "
 		    "statement cancelled: %s", msg);
-		return api_error(r, 503, "unavailable", NULL);
+		return http_reply_error(r, 503, "unavailable", NULL);
 	}
 	if (st == DB_INVALID) {
 		/* A backstop: the body checks should have refused it. */
 		(void)log_flood(&refused, CONFIG_LOG_INFO, "database refused "
 		    "the values: %s", msg);
-		return api_error(r, 400, "invalid_request", NULL);
+		return http_reply_error(r, 400, "invalid_request", NULL);
 	}
 	(void)log_flood(&failed, CONFIG_LOG_ERROR, "database error: %s", msg);
-	return api_error(r, 500, "server_error", NULL);
+	return http_reply_error(r, 500, "server_error", NULL);
 }
 
 static int
@@ -178,7 +171,7 @@ api_get_auth(struct api_ctx *ctx, struct http_request *r, const char *rest,
 	buf_init(&b, ctx->out, API_MAX_REPLY);
 	render_claims(&b, claims.sub, claims.scope);
 	if (b.overflow)
-		return api_error(r, 500, "server_error", NULL);
+		return http_reply_error(r, 500, "server_error", NULL);
 	return http_reply(r, 200, API_JSON, NULL, b.p, b.len);
 }
 
@@ -213,6 +206,7 @@ api_parse_id(const char *s, size_t len, int64_t *id)
  * 6 bytes per byte at most) and the fixed text around them.
  */
 #define API_REPLY_FIXED	128	/* {"id":..,"created_at":..} and the rest */
+_Static_assert(API_MAX_REPLY <= HTTP_MAX_REPLY, "the server frames a reply");
 _Static_assert(JSONBODY_MAX_RENDERED + 3 * HTTP_MAX_BODY + 6 * JWT_MAX_SUB +
     API_REPLY_FIXED <= API_MAX_REPLY, "an accepted event fits a GET reply");
 
@@ -231,18 +225,18 @@ api_get_event(struct api_ctx *ctx, struct http_request *r, const char *id_s,
 	if (!api_authorize(ctx, r, API_SCOPE_READ, &claims, &rc))
 		return rc;
 	if (api_parse_id(id_s, id_len, &id) == -1)
-		return api_error(r, 404, "not_found", NULL);
+		return http_reply_error(r, 404, "not_found", NULL);
 	http_phase(r, HTTP_PHASE_DB);
 	st = store_read_event(ctx->db, id, claims.sub, &ev);
 	if (st == DB_NOT_FOUND)
-		return api_error(r, 404, "not_found", NULL);
+		return http_reply_error(r, 404, "not_found", NULL);
 	if (st != DB_OK)
 		return api_db_error(ctx, r, st);
 	buf_init(&b, ctx->out, API_MAX_REPLY);
 	render_event(&b, &ev);
 	store_event_release(&ev);
 	if (b.overflow)
-		return api_error(r, 500, "server_error", NULL);
+		return http_reply_error(r, 500, "server_error", NULL);
 	http_phase(r, HTTP_PHASE_WRITING);
 	return http_reply(r, 200, API_JSON, NULL, b.p, b.len);
 }
@@ -271,8 +265,8 @@ api_post_event(struct api_ctx *ctx, struct http_request *r, const char *rest,
     size_t rest_len)
 {
 	struct jwt_claims claims;
-	const char *kind = NULL;
-	char *payload = NULL, body[48];
+	const char *kind = NULL, *body;
+	char *payload = NULL, reply[48];
 	json_t *root = NULL;
 	enum db_status st;
 	size_t len;
@@ -284,20 +278,20 @@ api_post_event(struct api_ctx *ctx, struct http_request *r, const char *rest,
 	if (!api_authorize(ctx, r, API_SCOPE_WRITE, &claims, &rc))
 		return rc;
 	if (r->content_length > HTTP_MAX_BODY)
-		return api_error(r, 413, "payload_too_large", NULL);
+		return http_reply_error(r, 413, "payload_too_large", NULL);
 	if (!api_is_json_type(r->content_type))
-		return api_error(r, 415, "unsupported_media_type", NULL);
+		return http_reply_error(r, 415, "unsupported_media_type", NULL);
 	http_phase(r, HTTP_PHASE_READING);
-	switch (http_read_body(r, ctx->body, HTTP_MAX_BODY, &len)) {
+	switch (http_body(r, HTTP_MAX_BODY, &body, &len)) {
 	case HTTP_BODY_TOO_LARGE:
-		return api_error(r, 413, "payload_too_large", NULL);
+		return http_reply_error(r, 413, "payload_too_large", NULL);
 	case HTTP_BODY_INCOMPLETE:
-		return api_error(r, 400, "invalid_request", NULL);
+		return http_reply_error(r, 400, "invalid_request", NULL);
 	case HTTP_BODY_OK:
 		break;
 	}
-	if (jsonbody_parse_event(ctx->body, len, &root, &kind, &payload) == -1) {
-		rc = api_error(r, 400, "invalid_request", NULL);
+	if (jsonbody_parse_event(body, len, &root, &kind, &payload) == -1) {
+		rc = http_reply_error(r, 400, "invalid_request", NULL);
 		goto done;
 	}
 	http_phase(r, HTTP_PHASE_DB);
@@ -307,8 +301,8 @@ api_post_event(struct api_ctx *ctx, struct http_request *r, const char *rest,
 		goto done;
 	}
 	http_phase(r, HTTP_PHASE_WRITING);
-	snprintf(body, sizeof(body), "{\"id\":%lld}", (long long)id);
-	rc = api_send(r, 201, body);
+	snprintf(reply, sizeof(reply), "{\"id\":%lld}", (long long)id);
+	rc = api_reply(r, 201, reply);
 done:
 	free(payload);
 	json_decref(root);
@@ -323,8 +317,8 @@ api_health(struct api_ctx *ctx, struct http_request *r, const char *rest,
 	(void)rest_len;
 	http_phase(r, HTTP_PHASE_DB);
 	if (db_ping(ctx->db, API_HEALTH_TIMEOUT_MS) == DB_OK)
-		return api_send(r, 200, "{\"status\":\"ok\"}");
-	return api_send(r, 503, "{\"status\":\"unavailable\"}");
+		return api_reply(r, 200, "{\"status\":\"ok\"}");
+	return api_reply(r, 503, "{\"status\":\"unavailable\"}");
 }
 
 /*
@@ -374,5 +368,5 @@ api_handle(struct api_ctx *ctx, struct http_request *r)
 		return rt->handle(ctx, r, r->path + rt->len,
 		    r->path_len - rt->len);
 	}
-	return api_error(r, 404, "not_found", NULL);
+	return http_reply_error(r, 404, "not_found", NULL);
 }

@@ -15,21 +15,23 @@
 #include "server/db.h"
 #include "server/http.h"
 
-#define API_MAX_REPLY	(1024 * 1024)	/* largest reply body */
+#define API_MAX_REPLY	(1024 * 1024)	/* largest reply body (at most
+						   HTTP_MAX_REPLY) */
 
 /* What a worker hands each request: all owned by the worker. */
 struct api_ctx {
 	const struct settings	*settings;
 	const struct auth	*auth;
 	struct db		*db;
-	char			*body;		/* HTTP_MAX_BODY + 1 bytes */
-	char			*out;		/* API_MAX_REPLY bytes */
+	char			*out;		/* API_MAX_REPLY bytes: a reply
+						   body is rendered here */
 };
 
 /*
  * A worker's context over the settings, the keys and its database
- * connection (all borrowed), with its request and reply buffers. NULL
- * when out of memory.
+ * connection (all borrowed), with its buffer for rendering replies (the
+ * request and its body are the server's: http.h). NULL when out of
+ * memory.
  */
 struct api_ctx *api_new(const struct settings *settings,
     const struct auth *auth, struct db *db);

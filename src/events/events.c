@@ -2,8 +2,9 @@
  * events.c: the events application's table (app.h). Its auth.* keys are
  * settings.c's, registered with the configuration loader; the master
  * parses the token keys once per configuration (load); each worker
- * allocates its request and reply buffers and routes jansson through
- * the arena (init), then api.c answers every request (handle).
+ * allocates the buffer its replies are rendered into and routes jansson
+ * through the arena (init), then api.c answers every request (handle);
+ * the request itself, its body included, is the server's (http.h).
  */
 #include "events/events.h"
 

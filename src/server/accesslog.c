@@ -133,3 +133,23 @@ accesslog_write(const char *fmt, const struct accesslog_entry *e)
 		/* a full disk must not fail the request */
 	}
 }
+
+void
+accesslog_request(const char *fmt, const struct http_request *r,
+    int64_t duration_us, int64_t cpu_us)
+{
+	struct accesslog_entry e;
+
+	if (accesslog_fd == -1)
+		return;
+	e.method = r->method;
+	e.path = r->path;
+	e.path_len = r->path_len;
+	e.request_id = r->request_id;
+	e.status = r->status;
+	e.duration_us = duration_us;
+	e.cpu_us = cpu_us;
+	e.pid = getpid();
+	e.time = (int64_t)time(NULL);
+	accesslog_write(fmt, &e);
+}

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "server/http.h"
+
 #define ACCESSLOG_MAX_LINE	1024
 
 /* What one line can tell. */
@@ -45,6 +47,14 @@ int accesslog_open(const char *path);
 
 /* Writes one line for e with fmt when the log is open. */
 void accesslog_write(const char *fmt, const struct accesslog_entry *e);
+
+/*
+ * Writes r's line with fmt when the log is open: its method, path,
+ * request id and status, duration_us and cpu_us as the worker measured
+ * them, this process's pid and the time now.
+ */
+void accesslog_request(const char *fmt, const struct http_request *r,
+    int64_t duration_us, int64_t cpu_us);
 
 /* Reopens the file after rotation. Returns 0 or -1 (errno). */
 int accesslog_reopen(void);

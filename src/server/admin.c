@@ -50,7 +50,7 @@ struct admin {
 	struct admin_conn	conns[ADMIN_MAX_CONNS];
 	int64_t			accept_paused_us; /* out of descriptors:
 						   not accepting before */
-	unsigned char		params[FCGI_MAX_PARAMS];
+	struct fcgi_params	params;
 	char			page[STATUS_MAX_REPLY];
 	struct log_flood	flood_full, flood_stall, flood_bad,
 				flood_starved;
@@ -216,10 +216,9 @@ admin_answer(const struct admin_ctx *x, struct admin_conn *c,
 {
 	struct http_answer ans;
 	struct http_route q;
-	size_t plen;
 
-	plen = fcgi_params_copy(c->in, s, x->a->params);
-	http_route(x->a->params, plen, &q);
+	fcgi_params_gather(c->in, s, &x->a->params);
+	http_route(&x->a->params, &q);
 	if (!http_answer_ping(&ans, x->cfg, q.method, q.method_len, q.path,
 	    q.path_len) && !statuspage_answer(&ans, x->cfg, &q, x->fill,
 	    x->arg, x->a->page, sizeof(x->a->page)))
@@ -246,9 +245,10 @@ static void
 admin_refuse(const struct admin_ctx *x, struct admin_conn *c,
     const struct fcgi_scan *s)
 {
-	unsigned char *out = malloc(FCGI_MAX_REFUSAL);
+	unsigned char *out = malloc(HTTP_MAX_REFUSAL);
 
-	admin_send(x, c, out, out ? fcgi_refusal(s, out) : 0);
+	admin_send(x, c, out, out ? http_refusal(s->id, s->body_too_large,
+	    out) : 0);
 }
 
 /*

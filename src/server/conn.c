@@ -13,18 +13,20 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-/* A request's raw bytes as they arrive, then its gathered parts. */
-static unsigned char conn_buf[FCGI_MAX_REQUEST + 1];
-static unsigned char conn_params[FCGI_MAX_PARAMS];
-static unsigned char conn_body[FCGI_MAX_STDIN];
-
 static struct log_flood conn_flood_stall, conn_flood_invalid,
     conn_flood_early, conn_flood_large;
 
-/* What a management record's answer needs (fcgi_scan_conn's arg). */
+/* One request's reading: where it stands, for the steps below. */
 struct conn_reader {
 	int			 fd;
+	int			 kept;		/* conn_read_request's */
 	const struct conn_policy *pol;
+	struct fcgi_request	*fr;		/* fr->in takes the bytes */
+	size_t			 have;		/* bytes in fr->in */
+	int			 mgmt;		/* management records answered */
+	int64_t			 deadline_us;	/* request_read_timeout's */
+	struct fcgi_trickle	 trickle;
+	struct fcgi_scan	 scan;
 };
 
 /* Waits until fd is ready for events or deadline_us: 1 ready, 0 not. */
@@ -94,29 +96,24 @@ conn_management(void *arg, const unsigned char *rec, size_t len)
 	return conn_send(rd->fd, reply, rlen, rd->pol->write_timeout_ms);
 }
 
-/*
- * A request over FCGI_MAX_*: answered without reading it all, then the
- * rest is read and dropped for a bounded time, so the answer is not lost
- * to a reset.
- */
-static void
-conn_refuse_large(int fd, const struct fcgi_scan *s,
-    const struct conn_policy *pol)
+void
+conn_refuse(int fd, const unsigned char *answer, size_t len,
+    struct fcgi_request *fr, const struct conn_policy *pol)
 {
-	unsigned char out[FCGI_MAX_REFUSAL];
 	int64_t end = clock_now_us() + CONN_LINGER_MS * 1000;
 	size_t dropped = 0;
 	ssize_t n;
 
-	if (conn_send(fd, out, fcgi_refusal(s, out), pol->write_timeout_ms)
-	    == -1)
-		return;
-	shutdown(fd, SHUT_WR);
-	while (dropped < CONN_LINGER_MAX && conn_poll(fd, POLLIN, end)) {
-		if ((n = recv(fd, conn_buf, sizeof(conn_buf), 0)) <= 0)
-			break;
-		dropped += (size_t)n;
+	if (conn_send(fd, answer, len, pol->write_timeout_ms) == 0) {
+		shutdown(fd, SHUT_WR);
+		while (dropped < CONN_LINGER_MAX &&
+		    conn_poll(fd, POLLIN, end)) {
+			if ((n = recv(fd, fr->in, sizeof(fr->in), 0)) <= 0)
+				break;
+			dropped += (size_t)n;
+		}
 	}
+	close(fd);
 }
 
 static void
@@ -135,112 +132,126 @@ conn_log_scan(const struct fcgi_scan *s, size_t n)
  * Scans what arrived since the last call, answering and dropping the
  * management records in front of the request: one move per read,
  * however many it held, and at most FCGI_MAX_MGMT_RECORDS moves per
- * connection, so the moves too stay linear in the bytes received. s
- * then describes what follows.
+ * connection, so the moves too stay linear in the bytes received.
+ * rd->scan then describes what follows.
  */
 static void
-conn_scan(const struct conn_reader *rd, size_t *have, int *mgmt,
-    struct fcgi_scan *s)
+conn_scan(struct conn_reader *rd)
 {
+	unsigned char *in = rd->fr->in;
 	size_t off;
 
-	off = fcgi_scan_conn(conn_buf, *have, s, mgmt, conn_management,
-	    (void *)rd);
+	off = fcgi_scan_conn(in, rd->have, &rd->scan, &rd->mgmt,
+	    conn_management, rd);
 	if (off > 0) {
-		*have -= off;
-		memmove(conn_buf, conn_buf + off, *have);
+		rd->have -= off;
+		memmove(in, in + off, rd->have);
 	}
-}
-
-/*
- * A trickling client (fcgi_trickle_next): ms without reading, never past
- * deadline_us, so that its bytes pile up.
- */
-static void
-conn_trickle_pause(int ms, int64_t deadline_us)
-{
-	int64_t left = deadline_us - clock_now_us();
-
-	if (left <= 0)
-		return;
-	if (left < (int64_t)ms * 1000)
-		ms = (int)((left + 999) / 1000);
-	(void)poll(NULL, 0, ms);
 }
 
 /* What one non-blocking read gave: bytes, 0 nothing yet, -1 gone. */
 static ssize_t
-conn_recv(int fd, size_t have)
+conn_recv(struct conn_reader *rd)
 {
 	ssize_t n;
 
 	do
-		n = recv(fd, conn_buf + have, sizeof(conn_buf) - have, 0);
+		n = recv(rd->fd, rd->fr->in + rd->have,
+		    sizeof(rd->fr->in) - rd->have, 0);
 	while (n == -1 && errno == EINTR);
 	if (n > 0)
 		return n;
 	return n == -1 && errno == EAGAIN ? 0 : -1;
 }
 
+/*
+ * After a read of n bytes (0: none had come) that left the request
+ * incomplete: a trickling client (fcgi_trickle_next) is left alone a
+ * while, so that its bytes pile up; otherwise the wait is for more.
+ * Returns 0 once the deadline passed with nothing more to read.
+ */
+static int
+conn_wait_more(struct conn_reader *rd, size_t n)
+{
+	int64_t left;
+	int ms = n > 0 ? fcgi_trickle_next(&rd->trickle, n) : 0;
+
+	if (ms == 0)
+		return n > 0 || conn_poll(rd->fd, POLLIN | POLLRDHUP,
+		    rd->deadline_us);
+	if ((left = rd->deadline_us - clock_now_us()) <= 0)
+		return 1;	/* the next read decides */
+	if (left < (int64_t)ms * 1000)
+		ms = (int)((left + 999) / 1000);
+	(void)poll(NULL, 0, ms);
+	return 1;
+}
+
+/*
+ * What the scan found, once it is more than PARTIAL: the request, whole
+ * and alone (gathered), or what ends the connection (logged).
+ */
+static enum conn_read
+conn_verdict(struct conn_reader *rd)
+{
+	struct fcgi_scan *s = &rd->scan;
+
+	if (s->status == FCGI_SCAN_REQUEST && s->len == rd->have) {
+		fcgi_request_gather(rd->fr->in, s, rd->fr);
+		return CONN_READ_REQUEST;
+	}
+	if (s->status == FCGI_SCAN_REQUEST) {
+		/* Pipelined or trailing bytes: no FastCGI web server sends
+		 * before the reply. */
+		s->status = FCGI_SCAN_INVALID;
+		s->why = "bytes after the end of the request";
+	}
+	conn_log_scan(s, rd->have);
+	if (s->status != FCGI_SCAN_TOO_LARGE)
+		return CONN_READ_CLOSED;
+	rd->fr->id = s->id;
+	rd->fr->body_too_large = s->body_too_large;
+	return CONN_READ_TOO_LARGE;
+}
+
 enum conn_read
 conn_read_request(int fd, int kept, struct fcgi_request *fr,
     const struct conn_policy *pol)
 {
-	int64_t deadline = clock_now_us() +
-	    (int64_t)pol->read_timeout_ms * 1000;
-	struct conn_reader rd = { fd, pol };
-	size_t have = 0;
-	struct fcgi_trickle trickle = { 0, 0, 0 };
-	int wait_ms = 0;
-	int mgmt = 0;
-	struct fcgi_scan s;
+	struct conn_reader rd = { .fd = fd, .kept = kept, .pol = pol,
+	    .fr = fr, .deadline_us = clock_now_us() +
+	    (int64_t)pol->read_timeout_ms * 1000 };
+	enum conn_read res = CONN_READ_CLOSED;
 	ssize_t n;
 
-	fcgi_scan_start(&s);
+	fcgi_scan_start(&rd.scan);
 	for (;;) {
-		if ((n = conn_recv(fd, have)) == -1) {
-			if (have == 0 && mgmt == 0 && kept)
-				goto close;	/* nginx ended it: normal */
-			goto early;
-		}
-		if (n == 0 && have == 0 && mgmt == 0 && kept)
+		if ((n = conn_recv(&rd)) == -1)
+			break;
+		if (n == 0 && rd.have == 0 && rd.mgmt == 0 && kept)
 			return CONN_READ_NOTHING;
-		have += (size_t)n;
-		conn_scan(&rd, &have, &mgmt, &s);
-		if (s.status == FCGI_SCAN_REQUEST && s.len == have) {
-			fcgi_request_gather(conn_buf, &s, conn_params,
-			    conn_body, fr);
-			return CONN_READ_REQUEST;
-		}
-		if (s.status == FCGI_SCAN_REQUEST) {
-			/* Pipelined or trailing bytes: no FastCGI web server
-			 * sends before the reply. */
-			s.status = FCGI_SCAN_INVALID;
-			s.why = "bytes after the end of the request";
-		}
-		if (s.status != FCGI_SCAN_PARTIAL) {
-			conn_log_scan(&s, have);
-			if (s.status == FCGI_SCAN_TOO_LARGE)
-				conn_refuse_large(fd, &s, pol);
+		rd.have += (size_t)n;
+		conn_scan(&rd);
+		if (rd.scan.status != FCGI_SCAN_PARTIAL) {
+			if ((res = conn_verdict(&rd)) != CONN_READ_CLOSED)
+				return res;
 			goto close;
 		}
-		if (n > 0)
-			wait_ms = fcgi_trickle_next(&trickle, (size_t)n);
-		if (n > 0 && wait_ms > 0)
-			conn_trickle_pause(wait_ms, deadline);
-		else if (n == 0 &&
-		    !conn_poll(fd, POLLIN | POLLRDHUP, deadline))
-			break;
+		if (!conn_wait_more(&rd, (size_t)n)) {
+			log_flood(&conn_flood_stall, CONFIG_LOG_WARNING,
+			    "closed a FastCGI connection whose request was "
+			    "incomplete %d ms after %s (%zu bytes; "
+			    "request_read_timeout)", pol->read_timeout_ms,
+			    kept ? "its first byte" : "accept", rd.have);
+			goto close;
+		}
 	}
-	log_flood(&conn_flood_stall, CONFIG_LOG_WARNING,
-	    "closed a FastCGI connection whose request was incomplete %d ms "
-	    "after %s (%zu bytes; request_read_timeout)",
-	    pol->read_timeout_ms, kept ? "its first byte" : "accept", have);
-	goto close;
-early:
-	log_flood(&conn_flood_early, CONFIG_LOG_INFO,
-	    "a FastCGI client closed its connection before its request was "
-	    "complete");
+	/* The peer closed it: between requests on a kept connection that
+	 * is nginx ending it (normal), otherwise a request cut short. */
+	if (rd.have > 0 || rd.mgmt > 0 || !kept)
+		log_flood(&conn_flood_early, CONFIG_LOG_INFO, "a FastCGI "
+		    "client closed its connection before its request was "
+		    "complete");
 close:
 	close(fd);
 	return CONN_READ_CLOSED;

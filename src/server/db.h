@@ -25,20 +25,7 @@
 
 #define DB_BACKOFF_MIN_MS	100	/* first reconnect delay */
 #define DB_BACKOFF_MAX_MS	2000	/* longest reconnect delay */
-/*
- * libpq settings cfpm supplies unless the conninfo sets them (TCP only):
- * a dead or partitioned server (packets dropped, not refused) shows
- * within seconds. connect_timeout bounds each host of a multi-host
- * conninfo (cfpm enforces it, capped at db.timeout: libpq does only in
- * its blocking call); keepalives probe an idle or waiting connection;
- * tcp_user_timeout ends one whose sent data (or probes) go unacknowledged
- * that long, where TCP alone would retransmit for minutes.
- */
-#define DB_CONNECT_TIMEOUT	"2"	/* seconds (libpq's minimum) */
-#define DB_KEEPALIVES_IDLE	"2"	/* seconds idle before probing */
-#define DB_KEEPALIVES_INTERVAL	"1"	/* seconds between probes */
-#define DB_KEEPALIVES_COUNT	"3"	/* probes lost before giving up */
-#define DB_TCP_USER_TIMEOUT	"4000"	/* ms unacknowledged before ending */
+/* The libpq settings cfpm adds to a conninfo are dbplan.h's. */
 #define DB_MAX_SOCKETS		2	/* db_sockets(): write and read link */
 
 enum db_status {
@@ -86,7 +73,7 @@ void db_close(struct db *db);
 /*
  * 1 if the main connection is usable as far as is known without I/O:
  * up and prepared, or closed by cfpm itself (db_watch_client's client
- * gone, db_interrupt) and being made again.
+ * gone, an interrupt) and being made again.
  */
 int db_is_up(const struct db *db);
 
@@ -178,12 +165,17 @@ const char *db_result_jsonb(const struct db_result *res, int row, int col,
 void db_result_free(struct db_result *res);
 
 /*
- * Makes the request's waits for the server end at once, the one under
- * way and any later one until the next db_watch_client(db, fd): its
- * connection is dropped, the outcome unknown (request_terminate_timeout).
- * Safe in a signal handler: it only writes to an eventfd the waits poll.
+ * The eventfd that interrupts the request's waits for the server: a
+ * write of an 8-byte 1 to it (async-signal-safe: the worker's
+ * request_terminate_timeout handler) ends the wait under way at once and
+ * every later one, until db_interrupt_clear(); the connection is dropped,
+ * the outcome unknown.
  */
-void db_interrupt(struct db *db);
+int db_interrupt_fd(const struct db *db);
+
+/* Takes an interrupt back, after the request it was for (the next
+ * request's waits are not interrupted). */
+void db_interrupt_clear(struct db *db);
 
 /*
  * The request's connection to watch while a statement runs (-1: none;

@@ -33,63 +33,95 @@ fcgi_rec_decode(const unsigned char *h, struct fcgi_rec *r)
 	r->content = h + FCGI_HEADER_SIZE;
 }
 
-/* A length field of a pair: *done when complete, with *len set. */
-static void
-fcgi_pairs_length(struct fcgi_pairs *st, unsigned char c, size_t *len,
-    int *done)
-{
-	*done = 0;
-	st->lenbuf[st->lenhave++] = c;
-	if (st->lenhave == 1 && (c & 0x80) == 0) {
-		*len = c;
-		*done = 1;
-	} else if (st->lenhave == 4) {
-		*len = ((size_t)(st->lenbuf[0] & 0x7f) << 24) |
-		    ((size_t)st->lenbuf[1] << 16) |
-		    ((size_t)st->lenbuf[2] << 8) | st->lenbuf[3];
-		*done = 1;
-	}
-	if (*done)
-		st->lenhave = 0;
-}
-
 /*
- * Feeds n content bytes of a PARAMS stream: 0, -1 on a malformed pair,
- * -2 on a name or value longer than FCGI_MAX_PARAMS.
+ * A length field of a pair at p[*i] (n bytes in all): 1 when it is
+ * complete, with *len set and *i past it; 0 when the bytes ran out
+ * inside it (kept in st for the next feed). A length is 1 byte (high bit
+ * clear) or 4 (high bit set, 31 bits).
  */
 static int
-fcgi_pairs_feed(struct fcgi_pairs *st, const unsigned char *p, size_t n)
+fcgi_pairs_length(struct fcgi_pairs *st, const unsigned char *p, size_t n,
+    size_t *i, size_t *len)
+{
+	const unsigned char *b = p + *i;
+
+	if (st->lenhave == 0 && ((b[0] & 0x80) == 0 || n - *i >= 4)) {
+		/* The usual case: the whole field is here. */
+		*len = (b[0] & 0x80) == 0 ? b[0] :
+		    ((size_t)(b[0] & 0x7f) << 24) | ((size_t)b[1] << 16) |
+		    ((size_t)b[2] << 8) | b[3];
+		*i += (b[0] & 0x80) == 0 ? 1 : 4;
+		return 1;
+	}
+	while (*i < n) {
+		st->lenbuf[st->lenhave++] = p[(*i)++];
+		if (st->lenhave == 1 && (st->lenbuf[0] & 0x80) == 0) {
+			*len = st->lenbuf[0];
+			st->lenhave = 0;
+			return 1;
+		}
+		if (st->lenhave == 4) {
+			*len = ((size_t)(st->lenbuf[0] & 0x7f) << 24) |
+			    ((size_t)st->lenbuf[1] << 16) |
+			    ((size_t)st->lenbuf[2] << 8) | st->lenbuf[3];
+			st->lenhave = 0;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* What fcgi_pairs_feed() hands on: one pair, whole in the bytes fed. */
+typedef void fcgi_pair_fn(void *arg, const unsigned char *name, size_t nlen,
+    const unsigned char *value, size_t vlen);
+
+/*
+ * The one name-value pair decoder. Feeds it n more bytes of a stream of
+ * pairs, which records and reads may cut anywhere: with pair NULL it
+ * only checks them (the scan, a record at a time); with pair set, the
+ * caller gives the whole stream at once and each pair is handed to
+ * pair(arg, ...) as it is read, pointing into p. Returns 0, -1 on a
+ * malformed pair (a name that is empty unless st->empty_names allows it,
+ * or with pair set a pair cut short), -2 on a name or value longer than
+ * FCGI_MAX_PARAMS.
+ */
+static int
+fcgi_pairs_feed(struct fcgi_pairs *st, const unsigned char *p, size_t n,
+    fcgi_pair_fn *pair, void *arg)
 {
 	size_t i = 0, len, take;
-	int done;
 
 	while (i < n) {
-		if (st->field >= 2) {
+		if (st->field == 2) {
 			take = n - i < st->skip ? n - i : st->skip;
 			st->skip -= take;
 			i += take;
-			if (st->skip == 0 && st->field == 2) {
-				st->field = 3;
-				st->skip = st->value_len;
-			}
-			if (st->skip == 0 && st->field == 3)
+			if (st->skip == 0)
 				st->field = 0;
 			continue;
 		}
-		fcgi_pairs_length(st, p[i++], &len, &done);
-		if (!done)
-			continue;
+		if (!fcgi_pairs_length(st, p, n, &i, &len))
+			return 0;
 		if (len > FCGI_MAX_PARAMS)
 			return -2;
 		if (st->field == 0) {
-			if (len == 0)
-				return -1;	/* an empty name */
-			st->skip = len;
+			if (len == 0 && !st->empty_names)
+				return -1;
+			st->name_len = len;
 			st->field = 1;
-		} else {
-			st->value_len = len;
-			st->field = 2;
+			continue;
 		}
+		st->field = 0;
+		if (pair == NULL) {
+			/* Checked: name and value are only bytes to pass. */
+			st->skip = st->name_len + len;
+			st->field = st->skip > 0 ? 2 : 0;
+			continue;
+		}
+		if (st->name_len > n - i || len > n - i - st->name_len)
+			return -1;		/* the stream ends inside it */
+		pair(arg, p + i, st->name_len, p + i + st->name_len, len);
+		i += st->name_len + len;
 	}
 	return 0;
 }
@@ -174,7 +206,8 @@ fcgi_scan_stream(const struct fcgi_rec *r, int *stage, struct fcgi_pairs *pairs,
 			    "parameters over the limit");
 			return -1;
 		}
-		switch (fcgi_pairs_feed(pairs, r->content, r->clen)) {
+		switch (fcgi_pairs_feed(pairs, r->content, r->clen, NULL,
+		    NULL)) {
 		case -1:
 			fcgi_scan_set(s, FCGI_SCAN_INVALID,
 			    "a malformed name-value pair");
@@ -331,37 +364,18 @@ fcgi_header(unsigned char *h, int type, unsigned id, size_t len)
 	h[6] = h[7] = 0;
 }
 
-/* Walks well-formed pairs: calls fn for each; stops when fn returns 1. */
+/* A whole stream of pairs, each handed to fn: 0, or -1 if it is
+ * malformed. FastCGI allows empty names (a request here does not). */
 static int
-fcgi_pairs_walk(const unsigned char *p, size_t n,
-    int (*fn)(const unsigned char *, size_t, const unsigned char *, size_t,
-    void *), void *arg)
+fcgi_pairs_walk(const unsigned char *p, size_t n, int empty_names,
+    fcgi_pair_fn *fn, void *arg)
 {
-	size_t i = 0, len[2];
-	int k;
+	struct fcgi_pairs st;
 
-	while (i < n) {
-		for (k = 0; k < 2; k++) {
-			if (i >= n)
-				return -1;
-			if ((p[i] & 0x80) == 0)
-				len[k] = p[i++];
-			else {
-				if (n - i < 4)
-					return -1;
-				len[k] = ((size_t)(p[i] & 0x7f) << 24) |
-				    ((size_t)p[i + 1] << 16) |
-				    ((size_t)p[i + 2] << 8) | p[i + 3];
-				i += 4;
-			}
-		}
-		if (len[0] > n - i || len[1] > n - i - len[0])
-			return -1;
-		if (fn(p + i, len[0], p + i + len[0], len[1], arg))
-			return 0;
-		i += len[0] + len[1];
-	}
-	return 0;
+	memset(&st, 0, sizeof(st));
+	st.empty_names = empty_names;
+	return fcgi_pairs_feed(&st, p, n, fn, arg) == 0 &&
+	    fcgi_pairs_complete(&st) ? 0 : -1;
 }
 
 static const char *const fcgi_mgmt_names[FCGI_MGMT_NAMES] = {
@@ -369,9 +383,9 @@ static const char *const fcgi_mgmt_names[FCGI_MGMT_NAMES] = {
 };
 
 /* GET_VALUES: marks each known name asked for (duplicates once). */
-static int
-fcgi_mgmt_mark(const unsigned char *name, size_t nlen,
-    const unsigned char *value, size_t vlen, void *arg)
+static void
+fcgi_mgmt_mark(void *arg, const unsigned char *name, size_t nlen,
+    const unsigned char *value, size_t vlen)
 {
 	int *asked = arg, i;
 
@@ -381,7 +395,6 @@ fcgi_mgmt_mark(const unsigned char *name, size_t nlen,
 		if (nlen == strlen(fcgi_mgmt_names[i]) &&
 		    memcmp(name, fcgi_mgmt_names[i], nlen) == 0)
 			asked[i] = 1;
-	return 0;
 }
 
 static size_t
@@ -393,7 +406,8 @@ fcgi_get_values_result(const struct fcgi_rec *r, unsigned max_conns,
 	char value[16];
 	size_t nlen, vlen, len;
 
-	if (fcgi_pairs_walk(r->content, r->clen, fcgi_mgmt_mark, asked) == -1)
+	if (fcgi_pairs_walk(r->content, r->clen, 1, fcgi_mgmt_mark, asked) ==
+	    -1)
 		return 0;
 	for (i = 0; i < FCGI_MGMT_NAMES; i++) {
 		if (!asked[i])
@@ -451,62 +465,88 @@ fcgi_stream_copy(const unsigned char *p, const struct fcgi_scan *s, int type,
 	return n;
 }
 
-size_t
-fcgi_params_copy(const unsigned char *p, const struct fcgi_scan *s,
-    unsigned char *out)
+/*
+ * fcgi_params_decode()'s walk: each pair moved to the end of the text
+ * decoded so far, with a NUL after its name and one after its value. The
+ * text is the encoded bytes being walked: a pair's two length bytes (at
+ * least) make room for its two NULs, so what is written never passes
+ * the end of the pair just read (memmove: name and value may overlap
+ * where they land).
+ */
+static void
+fcgi_params_put(void *arg, const unsigned char *name, size_t nlen,
+    const unsigned char *value, size_t vlen)
 {
-	return fcgi_stream_copy(p, s, FCGI_PARAMS, out, s->params_len);
+	struct fcgi_params *ps = arg;
+	struct fcgi_param *e;
+	char *w = ps->text + ps->used;
+
+	if (ps->n == FCGI_MAX_PAIRS)
+		return;		/* not with FCGI_MIN_PAIR bytes a pair */
+	memmove(w, name, nlen);
+	w[nlen] = '\0';
+	memmove(w + nlen + 1, value, vlen);
+	w[nlen + 1 + vlen] = '\0';
+	e = &ps->pair[ps->n++];
+	e->name = w;
+	e->nlen = (unsigned)nlen;
+	e->value = w + nlen + 1;
+	e->vlen = (unsigned)vlen;
+	ps->used += nlen + vlen + 2;
+}
+
+int
+fcgi_params_decode(struct fcgi_params *ps, const unsigned char *p,
+    size_t len)
+{
+	unsigned char *text = (unsigned char *)ps->text;
+
+	ps->n = ps->used = 0;
+	if (len > sizeof(ps->text))
+		return -1;
+	if (p != text)
+		memmove(text, p, len);
+	return fcgi_pairs_walk(text, len, 0, fcgi_params_put, ps);
+}
+
+void
+fcgi_params_gather(const unsigned char *p, const struct fcgi_scan *s,
+    struct fcgi_params *ps)
+{
+	unsigned char *text = (unsigned char *)ps->text;
+
+	(void)fcgi_params_decode(ps, text, fcgi_stream_copy(p, s,
+	    FCGI_PARAMS, text, s->params_len));
+}
+
+const struct fcgi_param *
+fcgi_params_get(const struct fcgi_params *ps, const char *name, size_t nlen)
+{
+	const struct fcgi_param *e, *end = ps->pair + ps->n;
+
+	for (e = ps->pair; e < end; e++)
+		if (e->nlen == nlen && memcmp(e->name, name, nlen) == 0)
+			return e;
+	return NULL;
 }
 
 void
 fcgi_request_gather(const unsigned char *p, const struct fcgi_scan *s,
-    unsigned char *params, unsigned char *body, struct fcgi_request *fr)
+    struct fcgi_request *fr)
 {
 	fr->id = s->id;
 	fr->keep_conn = s->keep_conn;
-	fr->params = params;
-	fr->params_len = fcgi_params_copy(p, s, params);
-	fr->body = body;
-	fr->body_len = fcgi_stream_copy(p, s, FCGI_STDIN, body, s->stdin_len);
-}
-
-struct fcgi_lookup {
-	const char		*name;
-	const unsigned char	*value;
-	size_t			 vlen;
-};
-
-static int
-fcgi_lookup_one(const unsigned char *name, size_t nlen,
-    const unsigned char *value, size_t vlen, void *arg)
-{
-	struct fcgi_lookup *l = arg;
-
-	if (nlen != strlen(l->name) || memcmp(name, l->name, nlen) != 0)
-		return 0;
-	l->value = value;
-	l->vlen = vlen;
-	return 1;
-}
-
-const unsigned char *
-fcgi_param(const unsigned char *params, size_t len, const char *name,
-    size_t *vlen)
-{
-	struct fcgi_lookup l = { name, NULL, 0 };
-
-	(void)fcgi_pairs_walk(params, len, fcgi_lookup_one, &l);
-	*vlen = l.vlen;
-	return l.value;
+	fr->body_too_large = 0;
+	fcgi_params_gather(p, s, &fr->params);
+	fr->body_len = fcgi_stream_copy(p, s, FCGI_STDIN,
+	    (unsigned char *)fr->body, s->stdin_len);
+	fr->body[fr->body_len] = '\0';
 }
 
 size_t
 fcgi_reply_size(size_t len)
 {
-	size_t records = (len + FCGI_MAX_CONTENT - 1) / FCGI_MAX_CONTENT;
-
-	/* The body's records, the empty STDOUT, END_REQUEST with body. */
-	return len + (records + 3) * FCGI_HEADER_SIZE;
+	return FCGI_REPLY_SIZE(len);
 }
 
 size_t
@@ -547,18 +587,4 @@ fcgi_release(unsigned id, unsigned char *out)
 {
 	fcgi_header(out, FCGI_STDERR, id, 0);
 	return FCGI_RELEASE_SIZE;
-}
-
-size_t
-fcgi_refusal(const struct fcgi_scan *s, unsigned char *out)
-{
-	static const char body413[] = "Status: 413 Payload Too Large\r\n"
-	    "Content-Type: application/json\r\nContent-Length: 29\r\n\r\n"
-	    "{\"error\":\"payload_too_large\"}";
-	static const char body400[] = "Status: 400 Bad Request\r\n"
-	    "Content-Type: application/json\r\nContent-Length: 27\r\n\r\n"
-	    "{\"error\":\"invalid_request\"}";
-	const char *body = s->body_too_large ? body413 : body400;
-
-	return fcgi_reply(s->id, body, strlen(body), NULL, 0, out);
 }

@@ -8,7 +8,9 @@
  * deadline): the workers (conn.c, http.c) and the master's status socket
  * (admin.c) read, check, answer and frame with the functions below, and
  * no request is served before this module has seen it whole and found it
- * well formed.
+ * well formed. One decoder reads every name-value pair (a request's
+ * parameters as the scan checks them and as they are gathered, a
+ * management record's names).
  *
  * What a well-formed request is here (nginx sends exactly this): one
  * FCGI_BEGIN_REQUEST (role responder, request id not 0), FCGI_PARAMS
@@ -40,8 +42,11 @@
 /* A request's raw bytes, headers and padding included. */
 #define FCGI_MAX_REQUEST	(FCGI_MAX_PARAMS + FCGI_MAX_STDIN + 16 * 1024)
 #define FCGI_MAX_MGMT_REPLY	128		/* a management answer */
-#define FCGI_MAX_REFUSAL	256		/* fcgi_refusal()'s answer */
 #define FCGI_MAX_MGMT_RECORDS	16		/* answered per connection */
+/* The shortest pair a request may have (two 1-byte lengths, a 1-byte
+ * name), so the most a request's parameters can hold. */
+#define FCGI_MIN_PAIR		3
+#define FCGI_MAX_PAIRS		(FCGI_MAX_PARAMS / FCGI_MIN_PAIR)
 #define FCGI_RELEASE_SIZE	FCGI_HEADER_SIZE	/* fcgi_release() */
 /*
  * A read of fewer than FCGI_TRICKLE_BYTES that leaves a request
@@ -75,11 +80,13 @@ enum fcgi_scan_status {
  */
 struct fcgi_pairs {
 	int		field;		/* 0 name length, 1 value length,
-					   2 name bytes, 3 value bytes */
-	unsigned char	lenbuf[4];
+					   2 name and value bytes */
+	unsigned char	lenbuf[4];	/* a length cut by a record */
 	size_t		lenhave;
-	size_t		skip;		/* bytes left in a name or value */
-	size_t		value_len;
+	size_t		name_len;	/* field 1: the name's */
+	size_t		skip;		/* field 2: bytes left to pass */
+	int		empty_names;	/* allowed (FastCGI does); a request's
+					   parameters may have none */
 };
 
 struct fcgi_scan {
@@ -174,44 +181,82 @@ int fcgi_trickle_next(struct fcgi_trickle *t, size_t n);
 size_t fcgi_management_reply(const unsigned char *rec, size_t len,
     unsigned max_conns, unsigned char *out);
 
-/*
- * Copies the name-value bytes of the request that fcgi_scan found whole
- * in p (s->status FCGI_SCAN_REQUEST) to out, which has room for
- * s->params_len bytes. Returns s->params_len.
- */
-size_t fcgi_params_copy(const unsigned char *p, const struct fcgi_scan *s,
-    unsigned char *out);
+/* One name-value pair, decoded: name and value NUL-terminated (a value
+ * may hold NULs of its own; vlen counts every byte). */
+struct fcgi_param {
+	const char	*name;
+	const char	*value;
+	unsigned	 nlen, vlen;
+};
 
-/* A whole, checked request as a worker serves it (fcgi_request_gather). */
+/*
+ * Name-value pairs decoded once, looked up by name without reading the
+ * protocol's bytes again. Room for the most a request can send: the text
+ * holds every name and value, each followed by its NUL, in no more bytes
+ * than they took encoded (two length bytes at least per pair), so
+ * decoding moves them forward in place.
+ */
+struct fcgi_params {
+	size_t			 n;			/* pairs, in order */
+	size_t			 used;			/* bytes of text */
+	struct fcgi_param	 pair[FCGI_MAX_PAIRS];
+	char			 text[FCGI_MAX_PARAMS];
+};
+
+/*
+ * Decodes the len bytes of name-value pairs at p (at most
+ * FCGI_MAX_PARAMS; p may be ps->text) into ps, replacing what it held.
+ * Returns 0, or -1 if they are malformed as a request's parameters are
+ * (fcgi_scan's rules; ps then holds the pairs before the fault).
+ */
+int fcgi_params_decode(struct fcgi_params *ps, const unsigned char *p,
+    size_t len);
+
+/*
+ * Decodes the parameters of the request that fcgi_scan found whole in p
+ * (s->status FCGI_SCAN_REQUEST) into ps: its FCGI_PARAMS records'
+ * contents joined, then decoded in place.
+ */
+void fcgi_params_gather(const unsigned char *p, const struct fcgi_scan *s,
+    struct fcgi_params *ps);
+
+/* The first pair named name (nlen bytes) in ps, or NULL. */
+const struct fcgi_param *fcgi_params_get(const struct fcgi_params *ps,
+    const char *name, size_t nlen);
+
+/*
+ * One request as a worker reads and serves it, in the room it is read
+ * into: its raw bytes as they arrive (conn.c), then, once the scan found
+ * it whole and well formed, its parts gathered (fcgi_request_gather).
+ * Allocated once per worker; every request reuses it.
+ */
 struct fcgi_request {
 	unsigned		 id;		/* its request id */
 	int			 keep_conn;	/* FCGI_KEEP_CONN was asked */
-	const unsigned char	*params;	/* name-value pairs */
-	size_t			 params_len;
-	const unsigned char	*body;		/* FCGI_STDIN's contents */
+	int			 body_too_large; /* refused: the body's fault,
+						   not the parameters' */
+	struct fcgi_params	 params;
 	size_t			 body_len;
+	char			 body[FCGI_MAX_STDIN + 1];	/* NUL-terminated */
+	unsigned char		 in[FCGI_MAX_REQUEST + 1];	/* as read */
 };
 
 /*
  * Gathers the request that fcgi_scan found whole in p (s->status
- * FCGI_SCAN_REQUEST): its name-value bytes into params (room for
- * s->params_len bytes), its body into body (room for s->stdin_len), and
- * fills fr, which points into those two buffers.
+ * FCGI_SCAN_REQUEST; p may be fr->in) into fr: id, keep-conn, its
+ * parameters decoded, its body joined and NUL-terminated.
  */
 void fcgi_request_gather(const unsigned char *p, const struct fcgi_scan *s,
-    unsigned char *params, unsigned char *body, struct fcgi_request *fr);
-
-/*
- * Looks name up in well-formed name-value bytes (fcgi_params_copy).
- * Returns the value (not NUL-terminated) and sets *vlen, or NULL.
- */
-const unsigned char *fcgi_param(const unsigned char *params, size_t len,
-    const char *name, size_t *vlen);
+    struct fcgi_request *fr);
 
 /* Writes a record header (content length len, no padding) at h. */
 void fcgi_header(unsigned char *h, int type, unsigned id, size_t len);
 
-/* Bytes fcgi_reply() needs for a len-byte response. */
+/* Bytes fcgi_reply() needs for a len-byte response (a constant
+ * expression for a constant len): the response's records, the empty
+ * FCGI_STDOUT and FCGI_END_REQUEST with its body. */
+#define FCGI_REPLY_SIZE(len)	((len) + (((len) + FCGI_MAX_CONTENT - 1) / \
+	FCGI_MAX_CONTENT + 3) * FCGI_HEADER_SIZE)
 size_t fcgi_reply_size(size_t len);
 
 /*
@@ -234,13 +279,5 @@ size_t fcgi_reply(unsigned id, const char *head, size_t hlen,
  * Returns FCGI_RELEASE_SIZE.
  */
 size_t fcgi_release(unsigned id, unsigned char *out);
-
-/*
- * The answer to a request over the FCGI_MAX_* limits (s->status
- * FCGI_SCAN_TOO_LARGE, s->id known): 413 payload_too_large for a body,
- * 400 invalid_request for parameters, as whole FastCGI records. out has
- * FCGI_MAX_REFUSAL bytes. Returns the length.
- */
-size_t fcgi_refusal(const struct fcgi_scan *s, unsigned char *out);
 
 #endif

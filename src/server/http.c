@@ -1,6 +1,7 @@
 /*
- * http.c: the request view over a request read whole (conn.c) and the
- * one reply path: framed with fcgi.c, written with conn_send (worker).
+ * http.c: a worker's request: read into its own storage (conn.c), its
+ * view over the parameters decoded once (fcgi.c), and the one reply
+ * path: framed into it with fcgi.c, written with conn_send (worker).
  */
 #include "server/http.h"
 
@@ -9,32 +10,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/conn.h"
-#include "server/fcgi.h"
+#include "util/buf.h"
 
-#define HTTP_OUT_STATIC	(16 * 1024)	/* a framed reply; larger ones are
-					   allocated */
+/* A parameter's value (NUL-terminated; *vlen bytes, if vlen is not
+ * NULL), or NULL if it was not sent. name: a string literal. */
+#define HTTP_PARAM(ps, name, vlen) \
+	http_param(ps, name, sizeof(name) - 1, vlen)
 
-/* The values http_request_init looks up, NUL-terminated, one request's. */
-static char http_values[FCGI_MAX_PARAMS + 16];
-static size_t http_values_used;
-
-/* A parameter's value as a C string, or NULL if it was not sent. */
 static const char *
-http_param(struct http_request *r, const char *name)
+http_param(const struct fcgi_params *ps, const char *name, size_t nlen,
+    size_t *vlen)
 {
-	const unsigned char *v;
-	size_t vlen;
-	char *out;
+	const struct fcgi_param *e = fcgi_params_get(ps, name, nlen);
 
-	if ((v = fcgi_param(r->params, r->params_len, name, &vlen)) == NULL ||
-	    vlen + 1 > sizeof(http_values) - http_values_used)
+	if (vlen != NULL)
+		*vlen = e != NULL ? e->vlen : 0;
+	return e != NULL ? e->value : NULL;
+}
+
+struct http_request *
+http_request_new(int write_timeout_ms,
+    void (*on_phase)(void *, enum http_phase), void *arg)
+{
+	struct http_request *r = calloc(1, sizeof(*r));
+
+	if (r == NULL)
 		return NULL;
-	out = http_values + http_values_used;
-	memcpy(out, v, vlen);
-	out[vlen] = '\0';
-	http_values_used += vlen + 1;
-	return out;
+	r->fd = -1;
+	r->write_timeout_ms = write_timeout_ms;
+	r->on_phase = on_phase;
+	r->phase_arg = arg;
+	return r;
+}
+
+void
+http_request_free(struct http_request *r)
+{
+	free(r);
 }
 
 /* CONTENT_LENGTH: decimal digits only; anything else counts as absent. */
@@ -53,63 +65,61 @@ http_content_length(const char *s)
 	return v;
 }
 
-void
-http_request_init(struct http_request *r, int fd,
-    const struct fcgi_request *fr)
+/* The view over a request just gathered; no reply yet. */
+static void
+http_view(struct http_request *r, int fd)
 {
+	const struct fcgi_params *ps = &r->fcgi.params;
 	const char *q, *ct;
 
-	memset(r, 0, sizeof(*r));
 	r->fd = fd;
-	r->fcgi_id = fr->id;
-	r->params = fr->params;
-	r->params_len = fr->params_len;
-	r->body = fr->body;
-	r->body_len = fr->body_len;
-	http_values_used = 0;
-	if ((r->method = http_param(r, "REQUEST_METHOD")) == NULL)
+	r->status = r->replied = r->cut = 0;
+	r->out_len = 0;
+	if ((r->method = HTTP_PARAM(ps, "REQUEST_METHOD", NULL)) == NULL)
 		r->method = "";
-	if ((r->uri = http_param(r, "REQUEST_URI")) == NULL)
+	if ((r->uri = HTTP_PARAM(ps, "REQUEST_URI", NULL)) == NULL)
 		r->uri = "";
 	r->path = r->uri;
 	q = strchr(r->uri, '?');
 	r->path_len = q ? (size_t)(q - r->uri) : strlen(r->uri);
 	r->query = q ? q + 1 : "";
-	r->authorization = http_param(r, "HTTP_AUTHORIZATION");
-	ct = http_param(r, "CONTENT_TYPE");
+	r->authorization = HTTP_PARAM(ps, "HTTP_AUTHORIZATION", NULL);
+	ct = HTTP_PARAM(ps, "CONTENT_TYPE", NULL);
 	r->content_type = ct != NULL && ct[0] != '\0' ? ct : NULL;
-	r->content_length = http_content_length(http_param(r,
-	    "CONTENT_LENGTH"));
-	r->request_id = http_param(r, "REQUEST_ID");
+	r->content_length = http_content_length(HTTP_PARAM(ps,
+	    "CONTENT_LENGTH", NULL));
+	r->request_id = HTTP_PARAM(ps, "REQUEST_ID", NULL);
+}
+
+enum conn_read
+http_read_request(struct http_request *r, int fd, int kept,
+    const struct conn_policy *pol)
+{
+	enum conn_read res = conn_read_request(fd, kept, &r->fcgi, pol);
+
+	if (res == CONN_READ_REQUEST)
+		http_view(r, fd);
+	else if (res == CONN_READ_TOO_LARGE) {
+		conn_refuse(fd, r->out, http_refusal(r->fcgi.id,
+		    r->fcgi.body_too_large, r->out), &r->fcgi, pol);
+		res = CONN_READ_CLOSED;
+	}
+	return res;
 }
 
 enum http_body_result
-http_read_body(struct http_request *r, char *buf, size_t cap, size_t *len)
+http_body(const struct http_request *r, size_t cap, const char **body,
+    size_t *len)
 {
-	size_t take = r->body_len - r->body_read;
-
+	*body = "";
 	*len = 0;
-	buf[0] = '\0';
-	if (r->content_length > (long long)cap)
+	if (r->content_length > (long long)cap || r->fcgi.body_len > cap)
 		return HTTP_BODY_TOO_LARGE;
-	/* One byte past cap tells a body that is too large. */
-	if (take > cap + 1)
-		take = cap + 1;
-	memcpy(buf, r->body + r->body_read, take);
-	r->body_read += take;
-	if (take > cap)
-		return HTTP_BODY_TOO_LARGE;
-	buf[take] = '\0';
-	*len = take;
-	if (r->content_length >= 0 && (long long)take != r->content_length)
+	*body = r->fcgi.body;
+	*len = r->fcgi.body_len;
+	if (r->content_length >= 0 && (long long)*len != r->content_length)
 		return HTTP_BODY_INCOMPLETE;
 	return HTTP_BODY_OK;
-}
-
-int
-http_client_fd(const struct http_request *r)
-{
-	return r->fd;
 }
 
 const char *
@@ -132,58 +142,93 @@ http_reason(int status)
 	}
 }
 
+/* Appends v in decimal (a status code, a length: no printf on the path
+ * of every reply). */
+static void
+http_put_uint(struct buf *b, unsigned long long v)
+{
+	char d[20];	/* 2^64 - 1 has 20 digits */
+	size_t n = sizeof(d);
+
+	do
+		d[--n] = (char)('0' + v % 10);
+	while ((v /= 10) > 0);
+	buf_add(b, d + n, sizeof(d) - n);
+}
+
 int
 http_head(char *buf, size_t cap, int status, const char *content_type,
     size_t len, const char *extra_headers)
 {
-	int n;
+	struct buf b;
 
-	n = snprintf(buf, cap,
-	    "Status: %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-	    "%s\r\n", status, http_reason(status), content_type, len,
-	    extra_headers ? extra_headers : "");
-	return n < 0 || (size_t)n >= cap ? -1 : n;
+	if (cap == 0 || status < 0)
+		return -1;
+	buf_init(&b, buf, cap - 1);	/* and the NUL */
+	buf_str(&b, "Status: ");
+	http_put_uint(&b, (unsigned)status);
+	buf_add(&b, " ", 1);
+	buf_str(&b, http_reason(status));
+	buf_str(&b, "\r\nContent-Type: ");
+	buf_str(&b, content_type);
+	buf_str(&b, "\r\nContent-Length: ");
+	http_put_uint(&b, len);
+	buf_str(&b, "\r\n");
+	if (extra_headers != NULL)
+		buf_str(&b, extra_headers);
+	buf_str(&b, "\r\n");
+	if (b.overflow)
+		return -1;
+	buf[b.len] = '\0';
+	return (int)b.len;
+}
+
+/* The answer a, framed whole as the reply to request id, into out (cap
+ * bytes): returns its length, or 0 if its head or the whole does not
+ * fit. */
+static size_t
+http_frame(unsigned id, const struct http_answer *a, unsigned char *out,
+    size_t cap)
+{
+	char head[HTTP_MAX_HEAD];
+	int hlen;
+
+	if ((hlen = http_head(head, sizeof(head), a->status, a->content_type,
+	    a->len, a->headers)) == -1 ||
+	    fcgi_reply_size((size_t)hlen + a->len) > cap)
+		return 0;
+	return fcgi_reply(id, head, (size_t)hlen, a->body, a->len, out);
 }
 
 int
 http_reply(struct http_request *r, int status, const char *content_type,
     const char *extra_headers, const char *body, size_t len)
 {
-	static unsigned char out_static[HTTP_OUT_STATIC];
-	unsigned char *out = out_static;
-	char head[HTTP_MAX_HEAD];
-	size_t need, n;
-	int hlen;
+	struct http_answer a = { .status = status,
+	    .content_type = content_type, .headers = extra_headers,
+	    .body = body, .len = len };
+	size_t n;
 
-	if (r->replied || (hlen = http_head(head, sizeof(head), status,
-	    content_type, len, extra_headers)) == -1)
-		return -1;
-	need = fcgi_reply_size((size_t)hlen + len) + FCGI_RELEASE_SIZE;
-	if (need > sizeof(out_static) && (out = malloc(need)) == NULL)
+	if (r->replied || len > HTTP_MAX_REPLY || (n = http_frame(r->fcgi.id,
+	    &a, r->out, sizeof(r->out) - FCGI_RELEASE_SIZE)) == 0)
 		return -1;
 	r->status = status;
 	r->replied = 1;
-	n = fcgi_reply(r->fcgi_id, head, (size_t)hlen, body, len, out);
-	if (r->release)
-		n += fcgi_release(r->fcgi_id, out + n);
-	r->out = out;
 	r->out_len = n;
-	r->out_owned = out != out_static;
 	return 0;
 }
 
 int
-http_flush(struct http_request *r)
+http_flush(struct http_request *r, int release)
 {
 	int rc;
 
-	if (r->out == NULL)
+	if (!r->replied)
 		return -1;
+	if (release)
+		r->out_len += fcgi_release(r->fcgi.id, r->out + r->out_len);
 	rc = conn_send(r->fd, r->out, r->out_len, r->write_timeout_ms);
 	r->cut = rc == -1 && errno == ETIMEDOUT;
-	if (r->out_owned)
-		free(r->out);
-	r->out = NULL;
 	return rc;
 }
 
@@ -218,38 +263,37 @@ http_answer_not_allowed(struct http_answer *a, const char *allow)
 }
 
 int
-http_path_is(const char *path, size_t len, const char *want)
+http_span_is(const char *s, size_t len, const char *want)
 {
-	return len == strlen(want) && memcmp(path, want, len) == 0;
+	return len == strlen(want) && memcmp(s, want, len) == 0;
 }
 
 void
-http_route(const unsigned char *params, size_t plen, struct http_route *q)
+http_route(const struct fcgi_params *ps, struct http_route *q)
 {
-	const unsigned char *v, *uri, *mark;
+	const char *v, *uri, *mark;
 	size_t ulen = 0;
 
 	memset(q, 0, sizeof(*q));
 	q->method = "";
 	q->path = "";
 	q->query = "";
-	if ((v = fcgi_param(params, plen, "REQUEST_METHOD",
-	    &q->method_len)) != NULL)
-		q->method = (const char *)v;
-	uri = fcgi_param(params, plen, "REQUEST_URI", &ulen);
+	if ((v = HTTP_PARAM(ps, "REQUEST_METHOD", &q->method_len)) !=
+	    NULL)
+		q->method = v;
+	uri = HTTP_PARAM(ps, "REQUEST_URI", &ulen);
 	mark = uri ? memchr(uri, '?', ulen) : NULL;
-	if ((v = fcgi_param(params, plen, "SCRIPT_NAME", &q->path_len)) !=
-	    NULL && q->path_len > 0)
-		q->path = (const char *)v;
+	if ((v = HTTP_PARAM(ps, "SCRIPT_NAME", &q->path_len)) != NULL &&
+	    q->path_len > 0)
+		q->path = v;
 	else if (uri != NULL) {
-		q->path = (const char *)uri;
+		q->path = uri;
 		q->path_len = mark ? (size_t)(mark - uri) : ulen;
 	}
-	if ((v = fcgi_param(params, plen, "QUERY_STRING",
-	    &q->query_len)) != NULL)
-		q->query = (const char *)v;
+	if ((v = HTTP_PARAM(ps, "QUERY_STRING", &q->query_len)) != NULL)
+		q->query = v;
 	else if (mark != NULL) {
-		q->query = (const char *)mark + 1;
+		q->query = mark + 1;
 		q->query_len = ulen - (size_t)(mark + 1 - uri);
 	}
 }
@@ -258,11 +302,11 @@ int
 http_answer_ping(struct http_answer *a, const struct config *cfg,
     const char *method, size_t mlen, const char *path, size_t len)
 {
-	if (cfg->ping_path[0] == '\0' || !http_path_is(path, len,
+	if (cfg->ping_path[0] == '\0' || !http_span_is(path, len,
 	    cfg->ping_path))
 		return 0;
-	if (!http_path_is(method, mlen, "GET") &&
-	    !http_path_is(method, mlen, "HEAD")) {
+	if (!http_span_is(method, mlen, "GET") &&
+	    !http_span_is(method, mlen, "HEAD")) {
 		http_answer_not_allowed(a, "GET, HEAD");
 		return 1;
 	}
@@ -275,18 +319,30 @@ http_answer_ping(struct http_answer *a, const struct config *cfg,
 }
 
 int
-http_send(struct http_request *r, const struct http_answer *a)
+http_reply_answer(struct http_request *r, const struct http_answer *a)
 {
 	return http_reply(r, a->status, a->content_type, a->headers, a->body,
 	    a->len);
 }
 
 int
-http_error(struct http_request *r, int status, const char *code,
+http_reply_error(struct http_request *r, int status, const char *code,
     const char *headers)
 {
 	struct http_answer a;
 
 	http_answer_error(&a, status, code, headers);
-	return http_send(r, &a);
+	return http_reply_answer(r, &a);
+}
+
+size_t
+http_refusal(unsigned id, int body_too_large, unsigned char *out)
+{
+	struct http_answer a;
+
+	if (body_too_large)
+		http_answer_error(&a, 413, "payload_too_large", NULL);
+	else
+		http_answer_error(&a, 400, "invalid_request", NULL);
+	return http_frame(id, &a, out, HTTP_MAX_REFUSAL);
 }

@@ -1,7 +1,8 @@
 /*
  * keep.h: what a worker does with nginx's kept connections
  * (fastcgi_keep_conn on, upstream keepalive N). PURE: decisions over
- * what the worker's epoll reported; worker.c does the I/O they name.
+ * what the worker's epoll reported, and the set of connections it
+ * released; worker.c does the I/O they name.
  *
  * The model. A worker holds at most one kept connection. While it is
  * idle it waits in epoll for that connection, the shared listen socket
@@ -65,6 +66,8 @@
 #ifndef CFPM_KEEP_H
 #define CFPM_KEEP_H
 
+#include <stdint.h>
+
 #define KEEP_RELEASE_MS		1000	/* a released connection's wait
 					   for the peer's close */
 #define KEEP_MAX_RELEASED	32	/* released connections watched
@@ -73,6 +76,9 @@
 
 /* What a worker's wait reported. */
 struct keep_seen {
+	int	released_ready;	/* a released connection had an event (its
+				   close, or a request that raced the
+				   release) or its time is up */
 	int	held;		/* it holds an idle kept connection */
 	int	held_ready;	/* bytes (or the close) arrived on it */
 	int	listen_ready;	/* the listen socket or the wake eventfd was
@@ -83,7 +89,10 @@ struct keep_seen {
 
 /* What to do about it, in this order. */
 struct keep_plan {
-	int	pass_wake;	/* write the wake eventfd first */
+	int	serve_released;	/* look at each released connection that
+				   is ready: serve a request that raced its
+				   release (never kept), or close it */
+	int	pass_wake;	/* write the wake eventfd */
 	int	serve_held;	/* read and serve the kept connection */
 	int	release_held;	/* release it (conn_release) now */
 	int	accept;		/* try to accept a connection */
@@ -104,10 +113,47 @@ enum keep_end {
 
 /*
  * How to end the reply to a request about to be served: asked is the
- * request's FCGI_KEEP_CONN, draining 1 when the worker stops or is being
- * recycled, queued 1 when the listen socket was ready as the request was
+ * request's FCGI_KEEP_CONN, keep_none 1 when no connection may be kept
+ * (the worker stops or is being recycled, or this one was released
+ * already), queued 1 when the listen socket was ready as the request was
  * picked.
  */
-enum keep_end keep_end(int asked, int draining, int queued);
+enum keep_end keep_end(int asked, int keep_none, int queued);
+
+/*
+ * The connections a worker released (conn_release), each watched until
+ * its peer closes it or KEEP_RELEASE_MS have passed. The worker does the
+ * I/O; the set only remembers.
+ */
+struct keep_released_conn {
+	int		fd;
+	int64_t		until_us;	/* then closed all the same */
+	int		ready;		/* an event came, or the time is up */
+};
+
+struct keep_released {
+	unsigned			n;
+	struct keep_released_conn	conn[KEEP_MAX_RELEASED];
+};
+
+/*
+ * Adds fd, released at now_us. A full set makes room by dropping the
+ * one released first: returns its fd, for the caller to close, or -1.
+ */
+int keep_released_add(struct keep_released *set, int fd, int64_t now_us);
+
+/* Marks fd ready (its socket had an event): 1, or 0 if fd is not one. */
+int keep_released_mark(struct keep_released *set, int fd);
+
+/* Marks ready every connection whose time is up at now_us; returns 1 if
+ * any is ready. */
+int keep_released_due(struct keep_released *set, int64_t now_us);
+
+/* The milliseconds from now_us until the next connection's time is up
+ * (rounded up), or -1 if the set is empty. */
+int keep_released_next_ms(const struct keep_released *set, int64_t now_us);
+
+/* Drops connection i (the last one takes its place). */
+void keep_released_drop(struct keep_released *set, unsigned i);
 
 #endif

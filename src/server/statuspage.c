@@ -82,10 +82,10 @@ statuspage_answer(struct http_answer *ans, const struct config *cfg,
 	long n;
 
 	if (cfg->status_path[0] == '\0' ||
-	    !http_path_is(q->path, q->path_len, cfg->status_path))
+	    !http_span_is(q->path, q->path_len, cfg->status_path))
 		return 0;
-	if (!http_path_is(q->method, q->method_len, "GET") &&
-	    !http_path_is(q->method, q->method_len, "HEAD")) {
+	if (!http_span_is(q->method, q->method_len, "GET") &&
+	    !http_span_is(q->method, q->method_len, "HEAD")) {
 		http_answer_not_allowed(ans, "GET, HEAD");
 		return 1;
 	}

@@ -1,6 +1,7 @@
 /*
- * worker.h: one pool process: its database connection, its keys, and the
- * FastCGI accept loop. Runs only in a child forked by the master.
+ * worker.h: one pool process: its database connections (if its
+ * application uses them), the application's state, and the serving
+ * loop. Runs only in a child forked by the master.
  */
 #ifndef CFPM_WORKER_H
 #define CFPM_WORKER_H
@@ -31,10 +32,12 @@ struct worker_args {
 };
 
 /*
- * Becomes a worker: resets signals, connects to PostgreSQL
- * (after the fork, never before), then serves requests until told to stop
- * or pm.max_requests is reached. Never returns: exits 0 on a normal stop,
- * 1 when it cannot start (the master backs off before respawning).
+ * Becomes a worker: gives up its privileges, resets signals, connects to
+ * PostgreSQL if the application uses it (after the fork, never before),
+ * starts the application, then serves requests until told to stop (a
+ * recycled one, pm.max_requests, is stopped by the master once its
+ * replacement is ready). Never returns: exits 0 on a normal stop, 1 when
+ * it cannot start (the master backs off before respawning).
  */
 void worker_main(const struct worker_args *args) __attribute__((noreturn));
 

@@ -2,8 +2,8 @@
  * fuzz_fcgi.c: libFuzzer target for the FastCGI record scanner
  * (src/fcgi.c): fcgi_scan() on every prefix length the input's first
  * byte picks and on the whole input, fcgi_management_reply() on what it
- * calls management, fcgi_params_copy()/fcgi_param() on what it calls a
- * request. The bytes are in a copy that ends right before an unmapped
+ * calls management, fcgi_request_gather()/fcgi_params_get() on what it
+ * calls a request. The bytes are in a copy that ends right before an unmapped
  * page, so a read past the end faults.
  *
  * Invariants (abort() if broken): a verdict's length never exceeds the
@@ -11,8 +11,10 @@
  * FCGI_MAX_STDIN and its id is not 0; a management answer fits in
  * FCGI_MAX_MGMT_REPLY; a prefix of a REQUEST or MANAGEMENT input is
  * PARTIAL or the same verdict (a verdict never depends on bytes after the
- * end it reports); copied parameters have the length the scan counted
- * and every lookup returns a value inside them; a scan resumed at split
+ * end it reports); a gathered request's pairs are decoded within the
+ * bytes the scan counted, each name not empty, name and value
+ * NUL-terminated, a lookup finds the first of its name, and its body has
+ * the length the scan counted; a scan resumed at split
  * points the input's second and later bytes pick (fcgi_scan_more), and
  * one resumed byte by byte, reach the same verdict as the scan from the
  * start.
@@ -29,23 +31,38 @@ check_request(const unsigned char *p, const struct fcgi_scan *s)
 {
 	static const char *const names[] = { "REQUEST_METHOD", "REQUEST_URI",
 	    "SCRIPT_NAME", "QUERY_STRING", "" };
-	unsigned char *params;
-	const unsigned char *v;
-	size_t n, vlen, i;
+	static struct fcgi_request *fr;
+	const struct fcgi_params *ps;
+	const struct fcgi_param *e, *v;
+	size_t i, k;
 
 	if (s->id == 0 || s->params_len > FCGI_MAX_PARAMS ||
 	    s->stdin_len > FCGI_MAX_STDIN)
 		abort();
-	if ((params = malloc(s->params_len + 1)) == NULL)
+	if (fr == NULL && (fr = malloc(sizeof(*fr))) == NULL)
 		abort();
-	if ((n = fcgi_params_copy(p, s, params)) != s->params_len)
+	fcgi_request_gather(p, s, fr);
+	ps = &fr->params;
+	if (ps->used > s->params_len || fr->body_len != s->stdin_len ||
+	    fr->body[fr->body_len] != '\0')
 		abort();
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		v = fcgi_param(params, n, names[i], &vlen);
-		if (v != NULL && (v < params || v + vlen > params + n))
+	for (i = 0; i < ps->n; i++) {
+		e = &ps->pair[i];
+		if (e->nlen == 0 || e->name < ps->text ||
+		    e->value + e->vlen >= ps->text + ps->used ||
+		    e->name[e->nlen] != '\0' || e->value[e->vlen] != '\0')
 			abort();
 	}
-	free(params);
+	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		v = fcgi_params_get(ps, names[k], strlen(names[k]));
+		for (i = 0; i < ps->n; i++)
+			if (ps->pair[i].nlen == strlen(names[k]) &&
+			    memcmp(ps->pair[i].name, names[k],
+			    ps->pair[i].nlen) == 0)
+				break;
+		if (v != (i < ps->n ? &ps->pair[i] : NULL))
+			abort();
+	}
 }
 
 /* Resumed scans of p against s, the scan of all of it from the start. */

@@ -86,6 +86,43 @@ std_params(unsigned char *out)
 	return n;
 }
 
+/* name's pair in the len bytes of pairs at p, decoded
+ * (fcgi_params_decode), or NULL. Valid until the next call. */
+static const struct fcgi_param *
+lookup(const unsigned char *p, size_t len, const char *name)
+{
+	static struct fcgi_params *ps;
+
+	if (ps == NULL && (ps = malloc(sizeof(*ps))) == NULL)
+		abort();
+	if (fcgi_params_decode(ps, p, len) == -1)
+		return NULL;
+	return fcgi_params_get(ps, name, strlen(name));
+}
+
+/* 1 if ps holds exactly the pairs encoded in the len bytes at p. */
+static int
+same_pairs(const struct fcgi_params *ps, const unsigned char *p,
+    size_t len)
+{
+	struct fcgi_params *want = malloc(sizeof(*want));
+	size_t i;
+	int same;
+
+	if (want == NULL)
+		abort();
+	same = fcgi_params_decode(want, p, len) == 0 && want->n == ps->n;
+	for (i = 0; same && i < ps->n; i++)
+		same = ps->pair[i].nlen == want->pair[i].nlen &&
+		    ps->pair[i].vlen == want->pair[i].vlen &&
+		    memcmp(ps->pair[i].name, want->pair[i].name,
+		    ps->pair[i].nlen + 1) == 0 &&
+		    memcmp(ps->pair[i].value, want->pair[i].value,
+		    ps->pair[i].vlen + 1) == 0;
+	free(want);
+	return same;
+}
+
 /* BEGIN, the params (split in records of chunk bytes), body, ends. */
 static void
 request(struct stream *s, unsigned id, const unsigned char *params,
@@ -296,8 +333,8 @@ test_management(struct stream *s)
 	unsigned char content[FCGI_MAX_CONTENT], out[FCGI_MAX_MGMT_REPLY];
 	unsigned char *params = malloc(256);
 	struct fcgi_scan r;
-	size_t n = 0, len, vlen;
-	const unsigned char *v;
+	size_t n = 0, len;
+	const struct fcgi_param *v;
 	int i;
 
 	while (n + 16 <= sizeof(content))
@@ -314,9 +351,9 @@ test_management(struct stream *s)
 	    out[1] == FCGI_GET_VALUES_RESULT,
 	    "%zu x FCGI_MAX_CONNS: one GET_VALUES_RESULT of %zu bytes",
 	    n / 16, len);
-	v = fcgi_param(out + FCGI_HEADER_SIZE, len - FCGI_HEADER_SIZE,
-	    FCGI_MAX_CONNS, &vlen);
-	ok(v != NULL && vlen == 2 && memcmp(v, "32", 2) == 0 &&
+	v = lookup(out + FCGI_HEADER_SIZE, len - FCGI_HEADER_SIZE,
+	    FCGI_MAX_CONNS);
+	ok(v != NULL && v->vlen == 2 && memcmp(v->value, "32", 2) == 0 &&
 	    len == FCGI_HEADER_SIZE + 2 + 14 + 2,
 	    "it names FCGI_MAX_CONNS once, value 32");
 	fcgi_scan(s->p + r.len, s->len - r.len, &r);
@@ -330,9 +367,10 @@ test_management(struct stream *s)
 	put(s, FCGI_GET_VALUES, 0, content, n, 3);
 	len = fcgi_management_reply(s->p, s->len, 5, out);
 	ok(len == FCGI_HEADER_SIZE + (2 + 13 + 1) + (2 + 15 + 1) &&
-	    (v = fcgi_param(out + 8, len - 8, FCGI_MPXS_CONNS, &vlen)) &&
-	    vlen == 1 && v[0] == '0', "all three names mixed, repeated: "
-	    "MAX_REQS 5 and MPXS_CONNS 0 once each (%zu bytes)", len);
+	    (v = lookup(out + 8, len - 8, FCGI_MPXS_CONNS)) &&
+	    v->vlen == 1 && v->value[0] == '0', "all three names mixed, "
+	    "repeated: MAX_REQS 5 and MPXS_CONNS 0 once each (%zu bytes)",
+	    len);
 	s->len = 0;
 	put(s, FCGI_GET_VALUES, 0, "\x0e\x05" FCGI_MAX_CONNS, 16, 0);
 	ok(fcgi_management_reply(s->p, s->len, 5, out) == 0,
@@ -349,22 +387,23 @@ test_management(struct stream *s)
 static void
 test_params_and_reply(struct stream *s)
 {
-	unsigned char params[256], copy[256], out[512];
+	unsigned char params[256], out[512];
+	struct fcgi_params *ps = malloc(sizeof(*ps));
+	const struct fcgi_param *v;
 	struct fcgi_scan r;
-	size_t plen = std_params(params), n, vlen, len;
-	const unsigned char *v;
+	size_t plen = std_params(params), len;
 
 	s->len = 0;
 	request(s, 9, params, plen, 5, NULL, 0);
 	scan(s, &r);
-	n = fcgi_params_copy(s->p, &r, copy);
-	ok(n == plen && memcmp(copy, params, plen) == 0,
-	    "params_copy joins 5-byte records back together");
-	v = fcgi_param(copy, n, "REQUEST_URI", &vlen);
-	ok(v && vlen == 17 && memcmp(v, "/status?json&full", 17) == 0,
-	    "fcgi_param finds REQUEST_URI");
-	ok(fcgi_param(copy, n, "REQUEST", &vlen) == NULL &&
-	    fcgi_param(copy, n, "SCRIPT_NAMEX", &vlen) == NULL,
+	fcgi_params_gather(s->p, &r, ps);
+	ok(ps->n == 3 && same_pairs(ps, params, plen),
+	    "params_gather joins 5-byte records back together");
+	v = fcgi_params_get(ps, "REQUEST_URI", 11);
+	ok(v && v->vlen == 17 && strcmp(v->value, "/status?json&full") == 0,
+	    "fcgi_params_get finds REQUEST_URI");
+	ok(fcgi_params_get(ps, "REQUEST", 7) == NULL &&
+	    fcgi_params_get(ps, "SCRIPT_NAMEX", 12) == NULL,
 	    "a prefix or a longer name is not a match");
 	len = fcgi_reply(9, "Status: 200 OK\r\n\r\n", 18, "pong", 4, out);
 	ok(len == fcgi_reply_size(22) && len == 22 + 4 * FCGI_HEADER_SIZE &&
@@ -373,6 +412,7 @@ test_params_and_reply(struct stream *s)
 	    out[30 + 1] == FCGI_STDOUT && out[30 + 5] == 0 &&
 	    out[38 + 1] == FCGI_END_REQUEST && out[38 + 5] == 8,
 	    "fcgi_reply: STDOUT, empty STDOUT, END_REQUEST");
+	free(ps);
 }
 
 /* A request gathered for serving: params and a body split over records
@@ -380,9 +420,8 @@ test_params_and_reply(struct stream *s)
 static void
 test_gather(struct stream *s)
 {
-	unsigned char params[256], pbuf[256], body[FCGI_MAX_STDIN];
-	unsigned char *bbuf = malloc(sizeof(body));
-	struct fcgi_request fr;
+	unsigned char params[256], body[FCGI_MAX_STDIN];
+	struct fcgi_request *fr = malloc(sizeof(*fr));
 	struct fcgi_scan r;
 	size_t plen = std_params(params), i;
 
@@ -393,20 +432,21 @@ test_gather(struct stream *s)
 	s->p[FCGI_HEADER_SIZE + 2] = FCGI_KEEP_CONN;	/* BEGIN's flags */
 	ok(scan(s, &r) == FCGI_SCAN_REQUEST && r.keep_conn,
 	    "gather: a keep-conn request with a body at FCGI_MAX_STDIN is whole");
-	fcgi_request_gather(s->p, &r, pbuf, bbuf, &fr);
-	ok(fr.id == 1 && fr.keep_conn && fr.params == pbuf &&
-	    fr.params_len == plen && memcmp(pbuf, params, plen) == 0,
-	    "gather: id, keep-conn, the parameters joined from 3-byte records");
-	ok(fr.body == bbuf && fr.body_len == sizeof(body) &&
-	    memcmp(bbuf, body, sizeof(body)) == 0,
+	fcgi_request_gather(s->p, &r, fr);
+	ok(fr->id == 1 && fr->keep_conn && same_pairs(&fr->params, params,
+	    plen), "gather: id, keep-conn, the parameters joined from 3-byte "
+	    "records");
+	ok(fr->body_len == sizeof(body) &&
+	    memcmp(fr->body, body, sizeof(body)) == 0 &&
+	    fr->body[sizeof(body)] == '\0',
 	    "gather: the body joined from its 2 FCGI_STDIN records");
 	s->len = 0;
 	request(s, 2, params, plen, plen, NULL, 0);
 	scan(s, &r);
-	fcgi_request_gather(s->p, &r, pbuf, bbuf, &fr);
-	ok(fr.id == 2 && !fr.keep_conn && fr.body_len == 0,
+	fcgi_request_gather(s->p, &r, fr);
+	ok(fr->id == 2 && !fr->keep_conn && fr->body_len == 0,
 	    "gather: no body, keep-conn not asked");
-	free(bbuf);
+	free(fr);
 }
 
 /* The release record: an empty FCGI_STDERR of the request's id. */

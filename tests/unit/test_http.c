@@ -1,10 +1,11 @@
 /*
  * test_http.c: the one reply path of workers and the status socket
- * (http_answer_*, http_head, http_path_is) and how both find the ping
+ * (http_answer_*, http_head, http_span_is) and how both find the ping
  * and status paths (http_route), in server/http.c. All pure: no
  * sockets. The events API's JSON bodies are test_render.c's.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/http.h"
@@ -137,6 +138,7 @@ test_route(void)
 		{ NULL, NULL, NULL, "", "", "neither: empty" },
 	};
 	unsigned char params[T_PARAMS];
+	struct fcgi_params *ps = malloc(sizeof(*ps));
 	struct http_route q;
 	size_t i, n;
 
@@ -148,17 +150,21 @@ test_route(void)
 		};
 
 		n = params_of(params, pairs);
-		http_route(params, n, &q);
-		ok(http_path_is(q.path, q.path_len, cases[i].path) &&
-		    http_path_is(q.query, q.query_len, cases[i].want_query) &&
-		    http_path_is(q.method, q.method_len, "GET"),
+		if (ps == NULL || fcgi_params_decode(ps, params, n) == -1)
+			abort();
+		http_route(ps, &q);
+		ok(http_span_is(q.path, q.path_len, cases[i].path) &&
+		    http_span_is(q.query, q.query_len, cases[i].want_query) &&
+		    http_span_is(q.method, q.method_len, "GET"),
 		    "route: %s: path \"%.*s\", query \"%.*s\"", cases[i].why,
 		    (int)q.path_len, q.path, (int)q.query_len, q.query);
 	}
-	http_route(params, 0, &q);
+	(void)fcgi_params_decode(ps, params, 0);
+	http_route(ps, &q);
 	ok(q.method_len == 0 && q.path_len == 0 && q.query_len == 0 &&
 	    q.method != NULL && q.path != NULL && q.query != NULL,
 	    "route: no parameters: every value empty, none NULL");
+	free(ps);
 }
 
 static void
@@ -173,9 +179,21 @@ test_head_and_path_is(void)
 	is_int(n, (long long)strlen(head), "head: length returned");
 	ok(http_head(head, 40, 200, "text/plain", 1, NULL) == -1,
 	    "head: too small a buffer is -1");
-	ok(http_path_is("/a", 2, "/a"), "path_is: equal");
-	ok(!http_path_is("/a", 2, "/ab"), "path_is: a prefix is not equal");
-	ok(http_path_is("/ab", 2, "/a"), "path_is: only len bytes count");
+	n = http_head(head, sizeof(head), 405, "application/json", 1048576,
+	    "Allow: GET\r\n");
+	is_str(head, "Status: 405 Method Not Allowed\r\nContent-Type: "
+	    "application/json\r\nContent-Length: 1048576\r\nAllow: GET\r\n"
+	    "\r\n", "head: a 7-digit length, the extra header lines last");
+	ok(http_head(head, (size_t)n + 1, 405, "application/json", 1048576,
+	    "Allow: GET\r\n") == n && http_head(head, (size_t)n, 405,
+	    "application/json", 1048576, "Allow: GET\r\n") == -1,
+	    "head: it fits in its length and its NUL, not one byte less");
+	n = http_head(head, sizeof(head), 999, "text/plain", 0, NULL);
+	is_str(head, "Status: 999 Unknown\r\nContent-Type: text/plain\r\n"
+	    "Content-Length: 0\r\n\r\n", "head: an unknown status, length 0");
+	ok(http_span_is("/a", 2, "/a"), "span_is: equal");
+	ok(!http_span_is("/a", 2, "/ab"), "span_is: a prefix is not equal");
+	ok(http_span_is("/ab", 2, "/a"), "span_is: only len bytes count");
 }
 
 int

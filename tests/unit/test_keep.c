@@ -4,7 +4,8 @@
  * connections safe (no request behind a busy worker, never a close
  * nginx could race, the backlog never starved), how each reply ends, and
  * the sequences a worker goes through under a backlog, a stop and a
- * recycle.
+ * recycle; and the set of released connections (its clock, its
+ * eviction, that a ready one is looked at before anything else).
  */
 #include <string.h>
 
@@ -165,6 +166,47 @@ test_recycle_sequence(void)
 	    "worker still accepts, and every reply ends its connection");
 }
 
+/* The released set: each watched KEEP_RELEASE_MS, the oldest evicted
+ * when full, ready on an event or when its time is up. */
+static void
+test_released_set(void)
+{
+	struct keep_released set = { 0 };
+	struct keep_seen s = { .released_ready = 1, .held = 1,
+	    .held_ready = 1, .listen_ready = 1 };
+	struct keep_plan p;
+	int64_t t0 = 1000000, until = t0 + KEEP_RELEASE_MS * 1000;
+	int fd, evicted = 0, ready = -1;
+	unsigned i, nready = 0;
+
+	is_int(keep_released_next_ms(&set, t0), -1, "released: empty, no "
+	    "deadline");
+	for (fd = 10; fd < 10 + KEEP_MAX_RELEASED; fd++)
+		evicted |= keep_released_add(&set, fd, t0 + fd) != -1;
+	ok(!evicted && set.n == KEEP_MAX_RELEASED, "released: %d fit without "
+	    "an eviction", KEEP_MAX_RELEASED);
+	is_int(keep_released_add(&set, 99, t0 + 99), 10, "released: a full "
+	    "set gives up the one released first");
+	is_int(keep_released_next_ms(&set, t0), KEEP_RELEASE_MS + 1,
+	    "released: the next deadline, rounded up to a millisecond");
+	ok(!keep_released_due(&set, t0 + 11) && keep_released_mark(&set, 99)
+	    && !keep_released_mark(&set, 10) && keep_released_due(&set, t0),
+	    "released: ready on an event, only for its own descriptors");
+	keep_released_drop(&set, set.n - 1);	/* 99, the one marked */
+	ok(keep_released_due(&set, until + 11), "released: due once a time "
+	    "is up");
+	for (i = 0; i < set.n; i++)
+		if (set.conn[i].ready) {
+			nready++;
+			ready = set.conn[i].fd;
+		}
+	ok(nready == 1 && ready == 11, "released: only the one whose time is "
+	    "up is ready (%u, fd %d)", nready, ready);
+	keep_pick(&s, &p);
+	ok(p.serve_released && p.serve_held && p.pass_wake, "released: a "
+	    "ready one is looked at, before the kept connection");
+}
+
 int
 main(void)
 {
@@ -173,5 +215,6 @@ main(void)
 	test_backlog_not_starved();
 	test_stop_sequence();
 	test_recycle_sequence();
+	test_released_set();
 	return done_testing();
 }

@@ -13,6 +13,10 @@
 # (the server naming an application, one application another, anything
 # naming main.c) fails, as does one without a folder or naming a file
 # that does not exist. The folder-level edges are printed as comments.
+#
+# libpq stays inside the db module: only its files (DB_FILES) include
+# <libpq-fe.h> or the module's inside (server/dbconn.h, server/dbplan.h);
+# everyone else sees db.h.
 
 set -u
 
@@ -57,6 +61,29 @@ for f in $files; do
 	else
 		ok 1 "$f: includes point down:$bad"
 	fi
+done
+
+DB_FILES="server/db.c server/dbexec.c server/dbplan.c server/dbconn.h server/dbplan.h"
+
+in_db() {
+	case " $DB_FILES " in
+	*" $1 "*) return 0 ;;
+	esac
+	return 1
+}
+
+outside=""
+for f in $files; do
+	in_db "$f" && continue
+	if grep -Eq '^[[:space:]]*#[[:space:]]*include[[:space:]]*(<libpq-fe\.h>|"server/db(conn|plan)\.h")' "$SRC/$f"; then
+		outside="$outside $f"
+	fi
+done
+[ -z "$outside" ]
+ok $? "libpq only inside the db module ($DB_FILES)${outside:+: also in$outside}"
+for f in $DB_FILES; do
+	[ -f "$SRC/$f" ]
+	ok $? "db module file $f exists"
 done
 
 sort -u "$edges" | sed 's/^/# edge: /'
