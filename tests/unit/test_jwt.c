@@ -270,7 +270,7 @@ err_name(enum jwt_err e)
 		"JWT_OK", "JWT_ETOOLONG", "JWT_EFORMAT", "JWT_EHEADER",
 		"JWT_EALG", "JWT_ECRIT", "JWT_ETYP", "JWT_EKID", "JWT_ESIG",
 		"JWT_ECLAIMS", "JWT_EISS", "JWT_EAUD", "JWT_EEXP", "JWT_ENBF",
-		"JWT_ESUB", "JWT_ENOMEM",
+		"JWT_ESUB",
 	};
 
 	if ((size_t)e < sizeof(names) / sizeof(names[0]))
@@ -365,7 +365,7 @@ test_goldens(void)
 			ok(0, "%s: file missing", g->file);
 			continue;
 		}
-		e = JWT_ENOMEM;
+		e = (enum jwt_err)-1;
 		rc = verify(g->ks, tok, len, g->leeway, g->typ, g->now, &c, &e);
 		if (!ok(e == g->want && rc == (g->want == JWT_OK ? 0 : -1),
 		    "%s [%s%s, leeway %lld, now %lld]: %s", g->file,
@@ -842,7 +842,7 @@ test_strerror(void)
 {
 	int i, j, distinct = 1;
 
-	for (i = JWT_OK; i <= JWT_ENOMEM; i++)
+	for (i = JWT_OK; i <= JWT_ESUB; i++)
 		for (j = JWT_OK; j < i; j++)
 			if (strcmp(jwt_strerror((enum jwt_err)i),
 			    jwt_strerror((enum jwt_err)j)) == 0)
