@@ -2,8 +2,8 @@
  * events.c: the events application's table (app.h). Its auth.* keys are
  * settings.c's, registered with the configuration loader; the master
  * parses the token keys once per configuration (load); each worker
- * allocates its request and reply buffers and routes jansson through
- * the arena (init), then api.c answers every request (handle).
+ * allocates its request and reply buffers (init), then api.c answers
+ * every request (handle).
  */
 #include "events/events.h"
 
@@ -15,7 +15,6 @@
 #include "events/auth.h"
 #include "events/settings.h"
 #include "events/store.h"
-#include "util/arena.h"
 #include "util/log.h"
 
 /* Master: a bad key file fails the start, the -t or the reload here. */
@@ -57,7 +56,6 @@ events_init(const struct app_env *env, void **state)
 		log_err("%s: out of memory", __func__);
 		return -1;
 	}
-	arena_install();		/* jansson's trees: see arena.h */
 	return 0;
 }
 
