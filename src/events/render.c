@@ -7,6 +7,7 @@
 #include <time.h>
 
 #define RENDER_US_PER_S	1000000
+#define RENDER_INT_MAX	32	/* "-" and 19 digits, or up to this width */
 
 void
 render_json_string(struct buf *b, const char *s, size_t n)
@@ -37,6 +38,32 @@ render_json_string(struct buf *b, const char *s, size_t n)
 	buf_add(b, "\"", 1);
 }
 
+/*
+ * Appends v as printf's "%0*lld" with width would (at least width
+ * characters, zeros between the sign and the digits; width below
+ * RENDER_INT_MAX): a reply's few numbers without vfprintf, which cost
+ * ~4,500 instructions a GET for the id and the timestamp.
+ */
+static void
+render_int(struct buf *b, int64_t v, int width)
+{
+	char tmp[RENDER_INT_MAX];
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	size_t i = sizeof(tmp);
+	int len;
+
+	do {
+		tmp[--i] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u != 0);
+	len = (int)(sizeof(tmp) - i) + (v < 0);
+	for (; len < width; len++)
+		tmp[--i] = '0';
+	if (v < 0)
+		tmp[--i] = '-';
+	buf_add(b, tmp + i, sizeof(tmp) - i);
+}
+
 void
 render_timestamp(struct buf *b, int64_t us)
 {
@@ -53,15 +80,30 @@ render_timestamp(struct buf *b, int64_t us)
 		b->overflow = 1;
 		return;
 	}
-	buf_printf(b, "\"%04d-%02d-%02dT%02d:%02d:%02d.%06dZ\"",
-	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, (int)frac);
+	/* "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", quoted */
+	buf_add(b, "\"", 1);
+	render_int(b, (int64_t)tm.tm_year + 1900, 4);
+	buf_add(b, "-", 1);
+	render_int(b, tm.tm_mon + 1, 2);
+	buf_add(b, "-", 1);
+	render_int(b, tm.tm_mday, 2);
+	buf_add(b, "T", 1);
+	render_int(b, tm.tm_hour, 2);
+	buf_add(b, ":", 1);
+	render_int(b, tm.tm_min, 2);
+	buf_add(b, ":", 1);
+	render_int(b, tm.tm_sec, 2);
+	buf_add(b, ".", 1);
+	render_int(b, frac, 6);
+	buf_add(b, "Z\"", 2);
 }
 
 void
 render_event(struct buf *b, const struct store_event *ev)
 {
-	buf_printf(b, "{\"id\":%lld,\"subject\":", (long long)ev->id);
+	buf_str(b, "{\"id\":");
+	render_int(b, ev->id, 0);
+	buf_str(b, ",\"subject\":");
 	render_json_string(b, ev->subject, ev->subject_len);
 	buf_str(b, ",\"kind\":");
 	render_json_string(b, ev->kind, ev->kind_len);
