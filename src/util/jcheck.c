@@ -449,6 +449,15 @@ jc_close(struct jc_state *st, size_t i)
 	return JCHECK_OK;
 }
 
+/* The innermost container's next element starts at *pi: in an object,
+ * its name comes first. */
+static enum jcheck_err
+jc_next(struct jc_state *st, size_t *pi)
+{
+	return st->stack[st->depth - 1].close == '}' ? jc_key(st, pi) :
+	    JCHECK_OK;
+}
+
 /*
  * A value starts at *pi: a scalar is read whole (*ended = 1); a container
  * is opened and, unless it is empty (then closed: *ended = 1), its first
@@ -475,8 +484,7 @@ jc_value(struct jc_state *st, size_t *pi, int *ended)
 		}
 		*ended = 0;
 		*pi = i;
-		return st->stack[st->depth - 1].close == '}' ?
-		    jc_key(st, pi) : JCHECK_OK;
+		return jc_next(st, pi);
 	}
 	if ((e = jc_scalar(st, pi, &v)) != JCHECK_OK)
 		return e;
@@ -508,8 +516,7 @@ jc_after(struct jc_state *st, size_t *pi, int *done)
 			return JCHECK_ESYNTAX;
 		if (s[i] == ',') {
 			*pi = jscan_ws(s, n, i + 1);
-			return st->stack[st->depth - 1].close == '}' ?
-			    jc_key(st, pi) : JCHECK_OK;
+			return jc_next(st, pi);
 		}
 		if (s[i] != st->stack[st->depth - 1].close)
 			return jc_unexpected(s[i]);

@@ -34,31 +34,10 @@
 #include "events/jsonbody.h"
 #include "util/jscan.h"
 #include "fuzz.h"
+#include "fuzz_json.h"
 
 /* The flags jsonbody_parse_event() loads a body with. */
 #define BODY_JSON_FLAGS	(JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL)
-
-/* Containers nested in v, v itself counted. */
-static int
-depth(const json_t *v)
-{
-	const char *k;
-	json_t *m;
-	size_t i;
-	int d, max = 0;
-
-	if (json_is_object(v)) {
-		json_object_foreach((json_t *)v, k, m)
-			if ((d = depth(m)) > max)
-				max = d;
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, m)
-			if ((d = depth(m)) > max)
-				max = d;
-	} else
-		return 0;
-	return max + 1;
-}
 
 /* An accepted body: its kind and payload are jansson's. */
 static void
@@ -105,7 +84,7 @@ check_event(const char *body, size_t size)
 	k = json_object_get(want, "kind");
 	p = json_object_get(want, "payload");
 	expect = want != NULL && json_is_object(want) &&
-	    depth(want) <= JSONBODY_MAX_DEPTH && json_is_string(k) &&
+	    fuzz_json_depth(want) <= JSONBODY_MAX_DEPTH && json_is_string(k) &&
 	    json_string_length(k) > 0 && json_is_object(p);
 	if (rc == 0 && !expect)
 		abort();

@@ -32,6 +32,7 @@
 #include "util/jcheck.h"
 #include "util/jscan.h"
 #include "fuzz.h"
+#include "fuzz_json.h"
 
 struct seen {
 	const char		*text;
@@ -57,28 +58,6 @@ on_member(void *ctx, const char *name, size_t len, const struct jcheck_value *v)
 	s->m[s->count].len = len;
 	s->m[s->count].v = *v;
 	s->count++;
-}
-
-/* Containers nested in v, v itself counted. */
-static int
-depth(const json_t *v)
-{
-	const char *k;
-	json_t *m;
-	size_t i;
-	int d, max = 0;
-
-	if (json_is_object(v)) {
-		json_object_foreach((json_t *)v, k, m)
-			if ((d = depth(m)) > max)
-				max = d;
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, m)
-			if ((d = depth(m)) > max)
-				max = d;
-	} else
-		return 0;
-	return max + 1;
 }
 
 static int
@@ -184,7 +163,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (memchr(text, '\0', n) == NULL)
 		root = json_loadb(text, n, flags, NULL);
 	want = root != NULL && json_is_object(root) &&
-	    depth(root) <= jc.max_depth;
+	    fuzz_json_depth(root) <= jc.max_depth;
 	if (e == JCHECK_EROOM || e > JCHECK_EROOM || want != (e == JCHECK_OK))
 		abort();
 	if (e == JCHECK_OK)

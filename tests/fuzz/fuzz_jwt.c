@@ -49,6 +49,7 @@
 
 #include "events/base64url.h"
 #include "fuzz.h"
+#include "fuzz_json.h"
 #include "events/jwt.h"
 
 #define NOW		INT64_C(1800000000)	/* mkgolden.sh's NOW */
@@ -295,28 +296,6 @@ date_ok(const json_t *v, int64_t now, int64_t leeway, int is_exp)
 	    (long double)(int64_t)t >= json_real_value(v);
 }
 
-/* Containers nested in v, v itself counted. */
-static int
-depth(const json_t *v)
-{
-	const char *k;
-	json_t *m;
-	size_t i;
-	int d, max = 0;
-
-	if (json_is_object(v)) {
-		json_object_foreach((json_t *)v, k, m)
-			if ((d = depth(m)) > max)
-				max = d;
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, m)
-			if ((d = depth(m)) > max)
-				max = d;
-	} else
-		return 0;
-	return max + 1;
-}
-
 /*
  * Decodes one segment independently and reads it as jwt.h promises to:
  * a JSON object jansson accepts with JSON_REJECT_DUPLICATES, holding no
@@ -336,7 +315,8 @@ segment_oracle(const char *s, size_t len)
 		v = json_loadb((const char *)buf, n, JSON_REJECT_DUPLICATES,
 		    NULL);
 	free(buf);
-	if (v != NULL && (!json_is_object(v) || depth(v) > JWT_MAX_DEPTH)) {
+	if (v != NULL && (!json_is_object(v) ||
+	    fuzz_json_depth(v) > JWT_MAX_DEPTH)) {
 		json_decref(v);
 		v = NULL;
 	}
