@@ -21,6 +21,9 @@
 /* A decoded segment never exceeds this: the whole token is <= JWT_MAX_LEN. */
 #define JWT_SEG_MAX	BASE64URL_DECODED_MAX(JWT_MAX_LEN)
 
+_Static_assert(JWT_MAX_DEPTH <= JCHECK_MAX_DEPTH,
+    "jcheck can nest as deep as a token may");
+
 /* A token split at its dots and decoded; signed_part is borrowed. The
  * JSON checker's workspace serves the header and then the claims. */
 struct jwt_token {
