@@ -49,6 +49,11 @@ auth_free(struct auth *a)
 	a->keys = NULL;
 }
 
+/*
+ * The scans are strspn/strcspn over single characters: libc's vector
+ * loops, where a byte-at-a-time walk cost ~4 instructions per byte of
+ * a token that is ~700 of them.
+ */
 enum auth_result
 auth_bearer(const char *header, const char **tok, size_t *len)
 {
@@ -56,25 +61,18 @@ auth_bearer(const char *header, const char **tok, size_t *len)
 
 	if (header == NULL || header[0] == '\0')
 		return AUTH_NO_CREDENTIALS;
-	p = header;
-	while (*p == ' ')
-		p++;
+	p = header + strspn(header, " ");
 	/* Another scheme is "no credentials" for us: challenge, no error. */
 	if (strncasecmp(p, "Bearer", 6) != 0 || (p[6] != ' ' && p[6] != '\0'))
 		return AUTH_NO_CREDENTIALS;
 	p += 6;
-	while (*p == ' ')
-		p++;
-	end = p;
-	while (*end != '\0' && *end != ' ')
-		end++;
+	p += strspn(p, " ");
+	end = p + strcspn(p, " ");
 	if (end == p)
 		return AUTH_MALFORMED;		/* bare "Bearer" */
 	*tok = p;
 	*len = (size_t)(end - p);
-	while (*end == ' ')
-		end++;
-	if (*end != '\0')
+	if (end[strspn(end, " ")] != '\0')
 		return AUTH_MALFORMED;		/* two tokens */
 	return AUTH_OK;
 }

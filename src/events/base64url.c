@@ -10,32 +10,48 @@
 static const char b64_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/* A character's 6-bit value, or -1 outside the alphabet (a constant
+ * expression: the tables below are made from it at compile time). */
+#define B64_VALUE(c)	((c) >= 'A' && (c) <= 'Z' ? (c) - 'A' :		\
+			 (c) >= 'a' && (c) <= 'z' ? (c) - 'a' + 26 :	\
+			 (c) >= '0' && (c) <= '9' ? (c) - '0' + 52 :	\
+			 (c) == '-' ? 62 : (c) == '_' ? 63 : -1)
+
+/* The 256 entries of a table, entry c being F(c). */
+#define B64_R4(F, c)	F(c), F((c) + 1), F((c) + 2), F((c) + 3)
+#define B64_R16(F, c)	B64_R4(F, c), B64_R4(F, (c) + 4), B64_R4(F, (c) + 8), \
+			B64_R4(F, (c) + 12)
+#define B64_R64(F, c)	B64_R16(F, c), B64_R16(F, (c) + 16),		\
+			B64_R16(F, (c) + 32), B64_R16(F, (c) + 48)
+#define B64_R256(F)	B64_R64(F, 0), B64_R64(F, 64), B64_R64(F, 128),	\
+			B64_R64(F, 192)
+
 /*
  * Character -> 6-bit value, B64_BAD (high bit) outside the alphabet: a
  * table instead of a chain of range tests, because a token's characters
  * are random to the branch predictor (the chain cost ~5 ns a character).
  */
-#define B64_BAD	0x80
-#define BAD	B64_BAD
-static const unsigned char b64_table[256] = {
-	BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD,
-	BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD,
-	BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD,  62, BAD, BAD,
-	 52,  53,  54,  55,  56,  57,  58,  59,  60,  61, BAD, BAD, BAD, BAD, BAD, BAD,
-	BAD,   0,   1,   2,   3,   4,   5,   6,   7,   8,   9,  10,  11,  12,  13,  14,
-	 15,  16,  17,  18,  19,  20,  21,  22,  23,  24,  25, BAD, BAD, BAD, BAD,  63,
-	BAD,  26,  27,  28,  29,  30,  31,  32,  33,  34,  35,  36,  37,  38,  39,  40,
-	 41,  42,  43,  44,  45,  46,  47,  48,  49,  50,  51, BAD, BAD, BAD, BAD, BAD,
-	BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD,
-	BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD,
-	BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD,
-	BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD,
-	BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD,
-	BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD,
-	BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD,
-	BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD, BAD,
+#define B64_BAD		0x80
+#define B64_T(c)	(B64_VALUE(c) < 0 ? B64_BAD : B64_VALUE(c))
+static const unsigned char b64_table[256] = { B64_R256(B64_T) };
+
+/*
+ * The same values already where they go in a group's three bytes, one
+ * table per position of the character in its group of four: a group is
+ * then three ORs, and one test finds any character outside the alphabet
+ * (B64_BAD24: a bit no valid group sets). Bytes are numbered as they are
+ * stored: byte 0 is the first decoded byte, bits 0-7.
+ */
+#define B64_BAD24	0x01000000u
+#define B64_P(c, expr)	(B64_VALUE(c) < 0 ? B64_BAD24 : (uint32_t)(expr))
+#define B64_P0(c)	B64_P(c, B64_VALUE(c) << 2)
+#define B64_P1(c)	B64_P(c, B64_VALUE(c) >> 4 | (B64_VALUE(c) & 0x0f) << 12)
+#define B64_P2(c)	B64_P(c, B64_VALUE(c) >> 2 << 8 | (B64_VALUE(c) & 0x03) << 22)
+#define B64_P3(c)	B64_P(c, B64_VALUE(c) << 16)
+static const uint32_t b64_pos[4][256] = {
+	{ B64_R256(B64_P0) }, { B64_R256(B64_P1) },
+	{ B64_R256(B64_P2) }, { B64_R256(B64_P3) },
 };
-#undef BAD
 
 /* Appends the 1 or 2 bytes of a final group of n (2 or 3) characters. */
 static int
@@ -59,22 +75,19 @@ base64url_decode(const char *src, size_t len, unsigned char *dst,
 {
 	const unsigned char *s = (const unsigned char *)src;
 	size_t i, out = 0;
-	uint32_t a, b, c, d;
+	uint32_t v;
 	int tail;
 
 	if (len % 4 == 1 || dstlen < BASE64URL_DECODED_MAX(len))
 		return -1;
 	for (i = 0; i + 4 <= len; i += 4) {
-		a = b64_table[s[i]];
-		b = b64_table[s[i + 1]];
-		c = b64_table[s[i + 2]];
-		d = b64_table[s[i + 3]];
-		if ((a | b | c | d) & B64_BAD)
+		v = b64_pos[0][s[i]] | b64_pos[1][s[i + 1]] |
+		    b64_pos[2][s[i + 2]] | b64_pos[3][s[i + 3]];
+		if (v & B64_BAD24)
 			return -1;
-		a = a << 18 | b << 12 | c << 6 | d;
-		dst[out++] = (unsigned char)(a >> 16);
-		dst[out++] = (unsigned char)(a >> 8);
-		dst[out++] = (unsigned char)a;
+		dst[out++] = (unsigned char)v;
+		dst[out++] = (unsigned char)(v >> 8);
+		dst[out++] = (unsigned char)(v >> 16);
 	}
 	if (i < len) {
 		if ((tail = b64_tail(s + i, len - i, dst + out)) < 0)

@@ -2,9 +2,9 @@
  * events.c: the events application's table (app.h). Its auth.* keys are
  * settings.c's, registered with the configuration loader; the master
  * parses the token keys once per configuration (load); each worker
- * allocates the buffer its replies are rendered into and routes jansson
- * through the arena (init), then api.c answers every request (handle);
- * the request itself, its body included, is the server's (http.h).
+ * allocates its reply buffer (init), then api.c answers every request
+ * (handle); the request itself, its body included, is the server's
+ * (http.h).
  */
 #include "events/events.h"
 
@@ -16,7 +16,6 @@
 #include "events/auth.h"
 #include "events/settings.h"
 #include "events/store.h"
-#include "util/arena.h"
 #include "util/log.h"
 
 /* Master: a bad key file fails the start, the -t or the reload here. */
@@ -58,7 +57,6 @@ events_init(const struct app_env *env, void **state)
 		log_err("%s: out of memory", __func__);
 		return -1;
 	}
-	arena_install();		/* jansson's trees: see arena.h */
 	return 0;
 }
 

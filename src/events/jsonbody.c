@@ -1,44 +1,21 @@
 /*
- * jsonbody.c: POST /events body checks (PURE; worker): nesting, jansson's
- * strict parse, the client's own bytes of the payload member (found by
- * util/jscan), and what PostgreSQL's jsonb makes of them.
+ * jsonbody.c: POST /events body checks (PURE; worker): the strict parse
+ * (util/jcheck: jansson's rules, nesting bounded), the client's own bytes
+ * of the payload member, and what PostgreSQL's jsonb makes of them.
  */
 #include "events/jsonbody.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
+#include "util/jcheck.h"
 #include "util/jscan.h"
 
 /* Saturation point for an exponent's digits: past any numeric limit. */
 #define JSONBODY_EXP_CAP	((int64_t)1 << 40)
 
-int
-jsonbody_depth_ok(const char *text, size_t len, int max)
-{
-	int depth = 0, in_string = 0;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		char c = text[i];
-
-		if (in_string) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_string = 0;
-		} else if (c == '"')
-			in_string = 1;
-		else if (c == '{' || c == '[') {
-			if (++depth > max)
-				return 0;
-		} else if (c == '}' || c == ']')
-			depth--;
-	}
-	return 1;
-}
+_Static_assert(JSONBODY_MAX_DEPTH <= JCHECK_MAX_DEPTH,
+    "jcheck can nest as deep as a body may");
 
 static int
 jb_digit(char c)
@@ -136,7 +113,7 @@ jb_char_len(uint32_t cp)
 /*
  * s[*i] is '"': the jsonb output length of the string, with *i moved past
  * its closing quote; -1 if malformed or refused by jsonb (\u0000, a lone
- * surrogate). A raw byte prints as itself (jansson checked UTF-8), an
+ * surrogate). A raw byte prints as itself (jcheck checked UTF-8), an
  * escape as jsonb re-escapes its character.
  */
 static int64_t
@@ -214,38 +191,84 @@ jsonbody_rendered_len(const char *s, size_t n)
 	return total;
 }
 
+/* The two members a body must have, as jcheck saw them. */
+struct jb_members {
+	int			 has_kind, has_payload;
+	struct jcheck_value	 kind, payload;
+};
+
+static void
+jb_member(void *ctx, const char *name, size_t len,
+    const struct jcheck_value *v)
+{
+	struct jb_members *m = ctx;
+
+	if (len == 4 && memcmp(name, "kind", 4) == 0) {
+		m->has_kind = 1;
+		m->kind = *v;
+	} else if (len == 7 && memcmp(name, "payload", 7) == 0) {
+		m->has_payload = 1;
+		m->payload = *v;
+	}
+}
+
+/*
+ * Strict: duplicates are ambiguous; NUL (raw or \u0000), bad UTF-8 and
+ * nesting past JSONBODY_MAX_DEPTH are errors. Integers are read as reals
+ * (only a double's overflow is refused here): numeric's range is
+ * jsonbody_rendered_len's to judge. The workspace is sized by the body,
+ * so a small body costs a small allocation.
+ */
+static int
+jb_check(const char *body, size_t len, struct jb_members *m)
+{
+	size_t nkeys = JCHECK_KEYS_MAX(len);
+	struct jcheck jc;
+	void *work;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	if ((work = malloc(nkeys * sizeof(struct jcheck_key) +
+	    JCHECK_SCRATCH_MAX(len))) == NULL)
+		return -1;
+	jc.max_depth = JSONBODY_MAX_DEPTH;
+	jc.ints_as_reals = 1;
+	jc.member = jb_member;
+	jc.ctx = m;
+	jc.keys = work;
+	jc.nkeys = nkeys;
+	jc.scratch = (char *)(jc.keys + nkeys);
+	jc.scratch_len = JCHECK_SCRATCH_MAX(len);
+	rc = jcheck_object(body, len, &jc) == JCHECK_OK ? 0 : -1;
+	free(work);
+	return rc;
+}
+
 int
-jsonbody_parse_event(const char *body, size_t len, json_t **root,
+jsonbody_parse_event(const char *body, size_t len, struct json_t **root,
     const char **kind, char **payload)
 {
-	json_error_t jerr;
-	json_t *k, *p;
-	size_t start, end;
+	struct jb_members m;
+	size_t plen, kcap;
 	int64_t rendered;
+	long klen;
+	char *out;
 
 	*root = NULL;
 	*payload = NULL;
-	/* jansson drops a raw NUL after a number or literal: refuse it here. */
-	if (memchr(body, '\0', len) != NULL ||
-	    !jsonbody_depth_ok(body, len, JSONBODY_MAX_DEPTH))
+	if (jb_check(body, len, &m) == -1)
 		return -1;
-	/* Strict: duplicates are ambiguous; NUL and bad UTF-8 are errors.
-	 * Big integers are only validated here, so reals are fine. */
-	*root = json_loadb(body, len, JSON_REJECT_DUPLICATES |
-	    JSON_DECODE_INT_AS_REAL, &jerr);
-	if (*root == NULL || !json_is_object(*root))
-		return -1;
-	k = json_object_get(*root, "kind");
-	p = json_object_get(*root, "payload");
-	if (!json_is_string(k) || json_string_length(k) == 0 ||
-	    !json_is_object(p))
-		return -1;
-	/* The client's own bytes are stored, not a re-encoding: numbers keep
-	 * their precision. jansson has accepted the body, so the span is
-	 * exact, and without duplicates it is the member jansson saw. */
-	if (jscan_member_span(body, len, "payload", &start, &end) == -1)
+	/* A string's raw text is its quotes and at least one byte per
+	 * decoded byte: "" is the only empty kind (\u0000 is refused). */
+	if (!m.has_kind || m.kind.kind != JCHECK_STRING ||
+	    m.kind.end - m.kind.start == 2 || !m.has_payload ||
+	    m.payload.kind != JCHECK_OBJECT)
 		return -1;
 	/*
+	 * The client's own bytes are stored, not a re-encoding: numbers keep
+	 * their precision. jcheck reports the member's exact span, and
+	 * without duplicates it is the only payload member there is.
+	 *
 	 * What jsonb makes of the payload is bounded here, before the
 	 * database sees it, rather than left to PostgreSQL: an INSERT would
 	 * store a row no GET can return (a 660-byte payload of tiny numbers
@@ -254,11 +277,24 @@ jsonbody_parse_event(const char *body, size_t len, json_t **root,
 	 * round trip and an error line, and this is one pass over bytes
 	 * already in the cache.
 	 */
-	rendered = jsonbody_rendered_len(body + start, end - start);
-	if (rendered < 0 || rendered > JSONBODY_MAX_RENDERED ||
-	    (*payload = strndup(body + start, end - start)) == NULL)
+	plen = m.payload.end - m.payload.start;
+	rendered = jsonbody_rendered_len(body + m.payload.start, plen);
+	if (rendered < 0 || rendered > JSONBODY_MAX_RENDERED)
 		return -1;
-	*kind = json_string_value(k);
+	/* One block: the payload, then the decoded kind (never longer than
+	 * its raw text), each terminated. */
+	kcap = m.kind.end - m.kind.start - 2;
+	if ((out = malloc(plen + 1 + kcap + 1)) == NULL)
+		return -1;
+	memcpy(out, body + m.payload.start, plen);
+	out[plen] = '\0';
+	if ((klen = jscan_string_decode(body, len, m.kind.start,
+	    out + plen + 1, kcap)) < 0) {
+		free(out);
+		return -1;
+	}
+	out[plen + 1 + klen] = '\0';
+	*payload = out;
+	*kind = out + plen + 1;
 	return 0;
 }
-

@@ -33,12 +33,6 @@
 struct json_t;
 
 /*
- * PURE. 1 if the len bytes of JSON text nest arrays and objects no deeper
- * than max (strings are skipped; the text need not be valid JSON).
- */
-int jsonbody_depth_ok(const char *text, size_t len, int max);
-
-/*
  * PURE. The length of what PostgreSQL prints for the JSON number token
  * s (n bytes, nothing else) stored in jsonb, i.e. numeric_out() in plain
  * notation: "1.50" stays 4, "1e2" is "100", "-0" is "0", "1e-3" is
@@ -55,19 +49,23 @@ int64_t jsonbody_number_len(const char *s, size_t n);
  * jsonbody_number_len(), ": " and ", " between members and elements,
  * no other white space. -1 if a number cannot be stored, a string holds
  * \u0000 or a lone surrogate (which jsonb refuses), or a token is
- * malformed. The structure itself is not checked (jansson does that).
+ * malformed. The structure itself is not checked (jcheck does that).
  */
 int64_t jsonbody_rendered_len(const char *s, size_t n);
 
 /*
  * PURE. Validates a POST body of len bytes (not necessarily NUL-
- * terminated): depth <= JSONBODY_MAX_DEPTH, valid UTF-8 JSON without NUL
- * or duplicate members, an object with a non-empty string "kind" and an
- * object "payload" whose jsonb output is at most JSONBODY_MAX_RENDERED
- * bytes with every number within numeric's range. Returns 0 with *kind
- * (borrowed from *root) and *payload (a malloc'd copy of the client's own
- * bytes of the payload member) set, or -1. The caller frees *payload and
- * json_decref()s *root in both cases.
+ * terminated): JSON as jansson accepts it with JSON_REJECT_DUPLICATES
+ * (util/jcheck.h: valid UTF-8, no NUL byte and no \u0000, no duplicate
+ * members), nested at most JSONBODY_MAX_DEPTH deep, an object with a
+ * non-empty string "kind" and an object "payload" whose jsonb output is
+ * at most JSONBODY_MAX_RENDERED bytes with every number within numeric's
+ * range. Returns 0 with *payload (a malloc'd copy of the client's own
+ * bytes of the payload member, terminated) and *kind (the decoded kind,
+ * terminated, in the same allocation) set, or -1. The caller frees
+ * *payload in both cases; *root is always set to NULL (no tree is
+ * built; json_decref(NULL) is a no-op, so callers written for a tree
+ * still work).
  */
 int jsonbody_parse_event(const char *body, size_t len, struct json_t **root,
     const char **kind, char **payload);

@@ -3,9 +3,10 @@
  * every reload, and used by the workers it forks; also cfpm-token's and
  * the tests'). An SPKI PEM key or a JWKS document becomes RSA public keys,
  * each checked (RSA, 2048..16384 bits, a sane exponent, a unique kid) and
- * given its RS256 verify context once, so a request costs one SHA-256 and
- * one RSA public operation. The only OpenSSL user in cfpm; no I/O, no
- * logging, no globals.
+ * given what its RS256 verification needs once: the modulus's Montgomery
+ * context and the signature encoding with the hash left out, so a request
+ * costs one SHA-256 and one modular exponentiation. The only OpenSSL user
+ * in cfpm; no I/O, no logging, no globals.
  */
 #include "events/jwk.h"
 
@@ -23,7 +24,6 @@
 #include <openssl/evp.h>
 #include <openssl/param_build.h>
 #include <openssl/pem.h>
-#include <openssl/rsa.h>
 
 #include "events/base64url.h"
 
@@ -36,9 +36,26 @@
 
 #define JWK_PEM_BEGIN	"-----BEGIN PUBLIC KEY-----"
 
+/*
+ * RSASSA-PKCS1-v1_5's encoding of a SHA-256 hash H in k bytes (RFC 8017
+ * 9.2): 00 01 FF..FF 00, the DigestInfo below, then H. Only H changes.
+ */
+#define JWK_SHA256_LEN		32
+static const unsigned char jwk_sha256_info[] = {
+	0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65,
+	0x03, 0x04, 0x02, 0x01, 0x05, 0x00, 0x04, 0x20,
+};
+#define JWK_EM_FIXED	(3 + sizeof(jwk_sha256_info))	/* 00 01 .. 00 */
+/* OpenSSL's limit on e for moduli past 3072 bits (rsa_ossl.c), kept so
+ * that no key verifies here that OpenSSL's own RSA_verify would refuse. */
+#define JWK_SMALL_MODULUS_BITS	3072
+#define JWK_MAX_PUBEXP_BITS	64
+
 struct jwk_key {
 	EVP_PKEY	*pkey;
-	EVP_PKEY_CTX	*vctx;			/* verify context, set up once */
+	BIGNUM		*n, *e;
+	BN_MONT_CTX	*mont;			/* n's, set up once */
+	BIGNUM		*em;			/* the encoding, H = 0 */
 	size_t		 sigsize;		/* modulus bytes */
 	int		 has_kid;
 	size_t		 kidlen;
@@ -48,6 +65,7 @@ struct jwk_key {
 struct jwk_set {
 	EVP_MD		*sha256;		/* fetched once per key set */
 	EVP_MD_CTX	*mdctx;			/* reused for every digest */
+	BN_CTX		*bnctx;			/* reused for every verify */
 	size_t		 nkeys;
 	struct jwk_key	 keys[JWK_MAX_KEYS];
 };
@@ -66,8 +84,77 @@ jwk_error(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /*
+ * m = s^e mod n (0 <= s < n) by left-to-right square and multiply on n's
+ * Montgomery form, as BN_mod_exp_mont (what OpenSSL's RSA_verify runs)
+ * does, but without its two spare products: its window starts with a
+ * multiplication by 1 and it leaves the Montgomery form at the end with
+ * a reduction of its own. e is odd (jwk_key_check), so the last step is
+ * a multiplication by s, and multiplying the Montgomery form x*R by the
+ * plain s gives x*s*R*R^-1, the plain product: that leaves the form for
+ * free. For e = 65537, 18 Montgomery products instead of 20. Public
+ * exponent, public data: nothing here needs constant time.
+ */
+static int
+jwk_modexp(BIGNUM *m, const BIGNUM *s, const struct jwk_key *k,
+    BN_CTX *ctx)
+{
+	BIGNUM *sr;
+	int i;
+
+	if ((sr = BN_CTX_get(ctx)) == NULL ||
+	    BN_to_montgomery(sr, s, k->mont, ctx) != 1 ||
+	    BN_copy(m, sr) == NULL)
+		return -1;
+	for (i = BN_num_bits(k->e) - 2; i >= 0; i--) {
+		if (BN_mod_mul_montgomery(m, m, m, k->mont, ctx) != 1)
+			return -1;
+		if (BN_is_bit_set(k->e, i) && BN_mod_mul_montgomery(m, m,
+		    i > 0 ? sr : s, k->mont, ctx) != 1)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * 1 if sig is k's RSASSA-PKCS1-v1_5 signature of the SHA-256 hash h: RFC
+ * 8017 8.2.2's steps themselves, on OpenSSL's bignums. RSAVP1: s < n,
+ * m = s^e mod n (jwk_modexp), the arithmetic OpenSSL's RSA_verify
+ * does (rsa_ossl_public_decrypt) under its padding check and DigestInfo
+ * comparison. Then "encode and compare" (8.2.2 step 3): m must equal
+ * the encoding of h, i.e. m - em must be h exactly, as integers (both
+ * below n: equal integers are equal k-byte strings). Nothing is parsed
+ * out of m, so no lenient decoding can let a forged encoding through.
+ * A public operation on public data: no blinding (OpenSSL blinds only
+ * private ones), no constant time needed.
+ */
+static int
+jwk_rsa_pkcs1(BN_CTX *ctx, const struct jwk_key *k, const unsigned char *sig,
+    size_t siglen, const unsigned char *h)
+{
+	unsigned char got[JWK_SHA256_LEN];
+	BIGNUM *s, *m;
+	int ok = 0;
+
+	BN_CTX_start(ctx);
+	if ((s = BN_CTX_get(ctx)) == NULL || (m = BN_CTX_get(ctx)) == NULL ||
+	    BN_bin2bn(sig, (int)siglen, s) == NULL)
+		goto done;
+	/* "signature representative out of range" */
+	if (BN_ucmp(s, k->n) >= 0)
+		goto done;
+	if (jwk_modexp(m, s, k, ctx) == -1 || BN_sub(m, m, k->em) != 1)
+		goto done;
+	ok = !BN_is_negative(m) && BN_num_bytes(m) <= JWK_SHA256_LEN &&
+	    BN_bn2binpad(m, got, JWK_SHA256_LEN) == JWK_SHA256_LEN &&
+	    memcmp(got, h, JWK_SHA256_LEN) == 0;
+done:
+	BN_CTX_end(ctx);
+	return ok;
+}
+
+/*
  * Returns 1 if sig verifies, 0 if not. The digest context and the key's
- * verify context are set up once per key set, so a request costs one
+ * Montgomery context are set up once per key set, so a request costs one
  * SHA-256 and one RSA public operation, with no provider look-ups and no
  * allocations.
  */
@@ -85,10 +172,10 @@ jwk_rs256(const struct jwk_set *ks, const struct jwk_key *k,
 		return 0;
 	if (EVP_DigestInit_ex2(ks->mdctx, ks->sha256, NULL) != 1 ||
 	    EVP_DigestUpdate(ks->mdctx, msg, msglen) != 1 ||
-	    EVP_DigestFinal_ex(ks->mdctx, hash, &hlen) != 1)
+	    EVP_DigestFinal_ex(ks->mdctx, hash, &hlen) != 1 ||
+	    hlen != JWK_SHA256_LEN)
 		goto done;
-	/* Only 1 means valid: 0 and negative values are both failures. */
-	rc = EVP_PKEY_verify(k->vctx, sig, siglen, hash, hlen) == 1;
+	rc = jwk_rsa_pkcs1(ks->bnctx, k, sig, siglen, hash);
 done:
 	/* Leave no stale errors for the next OpenSSL user (libpq's TLS). */
 	if (rc != 1)
@@ -97,23 +184,48 @@ done:
 }
 
 /*
- * The key's verify context: RSASSA-PKCS1-v1_5 with SHA-256 pinned, so
- * neither the padding nor the DigestInfo algorithm is left to a default.
+ * What verifying with k->pkey needs, once: n and e, n's Montgomery
+ * context, and the encoding of a hash in k->sigsize bytes with the hash
+ * zero. Returns 0, or -1 (jwk_rs256_release frees what was made). Never
+ * a key OpenSSL's own RSA_verify would refuse: e < n, and at most 64
+ * bits of e past a 3072-bit modulus.
  */
-static EVP_PKEY_CTX *
-jwk_rs256_context(EVP_PKEY *pkey, const EVP_MD *md)
+static int
+jwk_rs256_setup(struct jwk_key *k, BN_CTX *ctx)
 {
-	EVP_PKEY_CTX *ctx;
+	unsigned char em[JWK_KEY_MAX_BYTES];
+	size_t ps = k->sigsize - JWK_EM_FIXED - JWK_SHA256_LEN;
 
-	if ((ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL)) == NULL)
-		return NULL;
-	if (EVP_PKEY_verify_init(ctx) != 1 ||
-	    EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PADDING) != 1 ||
-	    EVP_PKEY_CTX_set_signature_md(ctx, md) != 1) {
-		EVP_PKEY_CTX_free(ctx);
-		return NULL;
-	}
-	return ctx;
+	if (EVP_PKEY_get_bn_param(k->pkey, OSSL_PKEY_PARAM_RSA_N, &k->n) != 1 ||
+	    EVP_PKEY_get_bn_param(k->pkey, OSSL_PKEY_PARAM_RSA_E,
+	    &k->e) != 1 || (k->mont = BN_MONT_CTX_new()) == NULL ||
+	    BN_MONT_CTX_set(k->mont, k->n, ctx) != 1)
+		return -1;
+	if (BN_ucmp(k->n, k->e) <= 0 ||
+	    (BN_num_bits(k->n) > JWK_SMALL_MODULUS_BITS &&
+	    BN_num_bits(k->e) > JWK_MAX_PUBEXP_BITS))
+		return -1;
+	em[0] = 0x00;
+	em[1] = 0x01;
+	memset(em + 2, 0xff, ps);
+	em[2 + ps] = 0x00;
+	memcpy(em + 3 + ps, jwk_sha256_info, sizeof(jwk_sha256_info));
+	memset(em + JWK_EM_FIXED + ps, 0, JWK_SHA256_LEN);
+	if ((k->em = BN_bin2bn(em, (int)k->sigsize, NULL)) == NULL)
+		return -1;
+	return 0;
+}
+
+/* Frees what jwk_rs256_setup made (NULL fields are fine). */
+static void
+jwk_rs256_release(struct jwk_key *k)
+{
+	BN_free(k->em);
+	BN_MONT_CTX_free(k->mont);
+	BN_free(k->e);
+	BN_free(k->n);
+	k->em = k->e = k->n = NULL;
+	k->mont = NULL;
 }
 
 int
@@ -226,14 +338,15 @@ jwk_set_add(struct jwk_set *ks, EVP_PKEY *pkey, const char *kid,
 		goto fail;
 	}
 	k = &ks->keys[ks->nkeys];
-	if ((k->vctx = jwk_rs256_context(pkey, ks->sha256)) == NULL) {
+	k->pkey = pkey;
+	k->sigsize = (size_t)EVP_PKEY_get_size(pkey);
+	if (jwk_rs256_setup(k, ks->bnctx) == -1) {
 		jwk_error(err, errlen, "%s: cannot set up RS256 verification",
 		    where);
+		jwk_rs256_release(k);
 		goto fail;
 	}
 	ks->nkeys++;
-	k->pkey = pkey;
-	k->sigsize = (size_t)EVP_PKEY_get_size(pkey);
 	if (kid != NULL) {
 		memcpy(k->kid, kid, kidlen);
 		k->kid[kidlen] = '\0';
@@ -479,7 +592,8 @@ jwk_set_parse(const char *buf, size_t len, const char *default_kid,
 		return NULL;
 	}
 	if ((ks->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL)) == NULL ||
-	    (ks->mdctx = EVP_MD_CTX_new()) == NULL) {
+	    (ks->mdctx = EVP_MD_CTX_new()) == NULL ||
+	    (ks->bnctx = BN_CTX_new()) == NULL) {
 		jwk_error(err, errlen, "SHA-256 not available from OpenSSL");
 		goto fail;
 	}
@@ -511,9 +625,10 @@ jwk_set_free(struct jwk_set *ks)
 	if (ks == NULL)
 		return;
 	for (i = 0; i < ks->nkeys; i++) {
-		EVP_PKEY_CTX_free(ks->keys[i].vctx);
+		jwk_rs256_release(&ks->keys[i]);
 		EVP_PKEY_free(ks->keys[i].pkey);
 	}
+	BN_CTX_free(ks->bnctx);
 	EVP_MD_CTX_free(ks->mdctx);
 	EVP_MD_free(ks->sha256);
 	free(ks);

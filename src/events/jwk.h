@@ -20,7 +20,9 @@ struct jwk_set;
  * Parses key material: an SPKI PEM public key ("-----BEGIN PUBLIC KEY-----")
  * or a JWKS document ({"keys":[{"kty":"RSA","n":..,"e":..,"kid":..}, ..]}).
  * JWKS entries with "use" other than "sig" or "alg" other than "RS256" are
- * skipped; an RSA key under 2048 bits is refused. A PEM key gets kid
+ * skipped; an RSA key under 2048 bits is refused, and so is one no
+ * signature could verify against (e not below n, or e over 64 bits with
+ * a modulus over 3072 bits: OpenSSL's RSA_verify refuses those). A PEM key gets kid
  * default_kid (may be NULL: the key then matches any kid).
  * Returns a key set the caller frees with jwk_set_free(), or NULL with
  * a reason in err (errlen bytes).

@@ -14,14 +14,18 @@
 #include <math.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "events/base64url.h"
+#include "util/jcheck.h"
+#include "util/jscan.h"
 
 /* A decoded segment never exceeds this: the whole token is <= JWT_MAX_LEN. */
 #define JWT_SEG_MAX	BASE64URL_DECODED_MAX(JWT_MAX_LEN)
 
-/* A token split at its dots and decoded; signed_part is borrowed. */
+_Static_assert(JWT_MAX_DEPTH <= JCHECK_MAX_DEPTH,
+    "jcheck can nest as deep as a token may");
+
+/* A token split at its dots and decoded; signed_part is borrowed. The
+ * JSON checker's workspace serves the header and then the claims. */
 struct jwt_token {
 	const char	*signed_part;		/* "<header>.<payload>" */
 	size_t		 signed_len;
@@ -29,6 +33,8 @@ struct jwt_token {
 	unsigned char	 hdr[JWT_SEG_MAX];
 	unsigned char	 pay[JWT_SEG_MAX];
 	unsigned char	 sig[JWT_SEG_MAX];
+	struct jcheck_key keys[JCHECK_KEYS_MAX(JWT_SEG_MAX)];
+	char		 scratch[JCHECK_SCRATCH_MAX(JWT_SEG_MAX)];
 };
 
 /* What the header contributes to key choice. */
@@ -45,61 +51,111 @@ struct jwt_date {
 	double		 r;
 };
 
-/* 1 if v is a JSON string equal to s (jansson strings hold no NUL). */
-static int
-jwt_str_eq(const json_t *v, const char *s)
-{
-	return json_is_string(v) && s != NULL &&
-	    strcmp(json_string_value(v), s) == 0;
-}
+/* A member name the checks read. */
+struct jwt_name {
+	const char	*name;
+	size_t		 len;
+};
 
-/* 1 if every container in v nests at most JWT_MAX_DEPTH deep. */
-static int
-jwt_depth_ok(json_t *v, int depth)
-{
-	const char *name;
-	json_t *m;
-	size_t i;
+#define JWT_NAME(s)	{ s, sizeof(s) - 1 }
 
-	if (!json_is_object(v) && !json_is_array(v))
-		return 1;
-	if (depth > JWT_MAX_DEPTH)
-		return 0;
-	if (json_is_object(v)) {
-		json_object_foreach(v, name, m)
-			if (!jwt_depth_ok(m, depth + 1))
-				return 0;
-	} else {
-		json_array_foreach(v, i, m)
-			if (!jwt_depth_ok(m, depth + 1))
-				return 0;
+/* The header's members read, in jwt_header_names' order. */
+enum { JWT_H_ALG, JWT_H_CRIT, JWT_H_TYP, JWT_H_KID, JWT_H_COUNT };
+static const struct jwt_name jwt_header_names[JWT_H_COUNT] = {
+	JWT_NAME("alg"), JWT_NAME("crit"), JWT_NAME("typ"), JWT_NAME("kid"),
+};
+
+/* The claims read, in jwt_claim_names' order. */
+enum { JWT_C_ISS, JWT_C_AUD, JWT_C_EXP, JWT_C_NBF, JWT_C_IAT, JWT_C_SUB,
+    JWT_C_SCOPE, JWT_C_COUNT };
+static const struct jwt_name jwt_claim_names[JWT_C_COUNT] = {
+	JWT_NAME("iss"), JWT_NAME("aud"), JWT_NAME("exp"), JWT_NAME("nbf"),
+	JWT_NAME("iat"), JWT_NAME("sub"), JWT_NAME("scope"),
+};
+
+#define JWT_MAX_READ	JWT_C_COUNT	/* members read from one object */
+
+/* A header or claims object: its text and the members the checks read
+ * (others are checked as JSON and ignored). */
+struct jwt_object {
+	const char		*text;
+	size_t			 len;
+	const struct jwt_name	*names;
+	size_t			 count;
+	int			 present[JWT_MAX_READ];
+	struct jcheck_value	 v[JWT_MAX_READ];
+};
+
+/* jcheck's callback: keeps the value of a member the checks read. A
+ * duplicate never gets that far: jcheck refuses the whole object. */
+static void
+jwt_member(void *ctx, const char *name, size_t len,
+    const struct jcheck_value *v)
+{
+	struct jwt_object *o = ctx;
+	size_t k;
+
+	for (k = 0; k < o->count; k++) {
+		if (o->names[k].len == len && o->names[k].name[0] == name[0] &&
+		    memcmp(o->names[k].name, name, len) == 0) {
+			o->present[k] = 1;
+			o->v[k] = *v;
+			return;
+		}
 	}
-	return 1;
 }
 
-/* Parses a JSON object; on any defect returns bad (or JWT_ENOMEM). */
+/*
+ * Checks a segment as a JSON object and reads its members; on any
+ * defect returns bad. jansson's rules with JSON_REJECT_DUPLICATES
+ * (jcheck.h): duplicates refused, because with "last member wins" a
+ * token can say two things; no \u0000, which would cut our C strings
+ * short; invalid UTF-8 refused; nesting bounded.
+ */
 static enum jwt_err
-jwt_object_parse(const unsigned char *buf, size_t len, enum jwt_err bad,
-    json_t **out)
+jwt_object_parse(struct jwt_token *t, const unsigned char *buf, size_t len,
+    const struct jwt_name *names, size_t count, enum jwt_err bad,
+    struct jwt_object *o)
 {
-	json_error_t jerr;
-	json_t *root;
+	struct jcheck jc;
 
-	/*
-	 * Duplicates rejected: with "last member wins" a token can say two
-	 * things. No JSON_ALLOW_NUL: a \u0000 would cut our C strings short.
-	 */
-	root = json_loadb((const char *)buf, len, JSON_REJECT_DUPLICATES,
-	    &jerr);
-	if (root == NULL)
-		return json_error_code(&jerr) == json_error_out_of_memory ?
-		    JWT_ENOMEM : bad;
-	if (!json_is_object(root) || !jwt_depth_ok(root, 1)) {
-		json_decref(root);
-		return bad;
-	}
-	*out = root;
-	return JWT_OK;
+	o->text = (const char *)buf;
+	o->len = len;
+	o->names = names;
+	o->count = count;
+	memset(o->present, 0, sizeof(o->present));
+	jc.max_depth = JWT_MAX_DEPTH;
+	jc.ints_as_reals = 0;
+	jc.member = jwt_member;
+	jc.ctx = o;
+	jc.keys = t->keys;
+	jc.nkeys = sizeof(t->keys) / sizeof(t->keys[0]);
+	jc.scratch = t->scratch;
+	jc.scratch_len = sizeof(t->scratch);
+	return jcheck_object(o->text, len, &jc) == JCHECK_OK ? JWT_OK : bad;
+}
+
+/* 1 if member k is a JSON string equal to s (its decoded bytes). */
+static int
+jwt_str_eq(const struct jwt_object *o, size_t k, const char *s)
+{
+	const struct jcheck_value *v = &o->v[k];
+
+	return o->present[k] && v->kind == JCHECK_STRING && s != NULL &&
+	    jscan_key_is(o->text + v->start + 1, v->end - v->start - 2, s);
+}
+
+/* Member k, a string, decoded into out (at most cap bytes) and
+ * terminated; its length, or -1 if longer than cap. */
+static long
+jwt_str_copy(const struct jwt_object *o, size_t k, char *out, size_t cap)
+{
+	long n = jscan_string_decode(o->text, o->len, o->v[k].start, out,
+	    cap);
+
+	if (n >= 0)
+		out[n] = '\0';
+	return n;
 }
 
 /* Decodes one segment; -1 if it is not strict base64url. */
@@ -144,47 +200,40 @@ token_split(const char *tok, size_t len, struct jwt_token *t)
 }
 
 static enum jwt_err
-header_alg(const json_t *root)
+header_alg(const struct jwt_object *h)
 {
 	/* alg is pinned to RS256 (case-sensitive); the header must match. */
-	return jwt_str_eq(json_object_get(root, "alg"), "RS256") ?
-	    JWT_OK : JWT_EALG;
+	return jwt_str_eq(h, JWT_H_ALG, "RS256") ? JWT_OK : JWT_EALG;
 }
 
 static enum jwt_err
-header_typ(const json_t *root, enum jwt_typ_mode mode)
+header_typ(const struct jwt_object *h, enum jwt_typ_mode mode)
 {
-	const json_t *typ;
-
-	if ((typ = json_object_get(root, "typ")) == NULL)
+	if (!h->present[JWT_H_TYP])
 		return mode == JWT_TYP_STRICT ? JWT_ETYP : JWT_OK;
-	if (jwt_str_eq(typ, "at+jwt") ||
-	    jwt_str_eq(typ, "application/at+jwt"))
+	if (jwt_str_eq(h, JWT_H_TYP, "at+jwt") ||
+	    jwt_str_eq(h, JWT_H_TYP, "application/at+jwt"))
 		return JWT_OK;
 	/* RFC 9068 strict mode: an ID token ("JWT") is not an access token. */
-	if (mode == JWT_TYP_LENIENT && jwt_str_eq(typ, "JWT"))
+	if (mode == JWT_TYP_LENIENT && jwt_str_eq(h, JWT_H_TYP, "JWT"))
 		return JWT_OK;
 	return JWT_ETYP;
 }
 
 static enum jwt_err
-header_kid(const json_t *root, struct jwt_header *h)
+header_kid(const struct jwt_object *o, struct jwt_header *h)
 {
-	const json_t *kid;
-	size_t len;
+	long len;
 
 	h->has_kid = 0;
-	if ((kid = json_object_get(root, "kid")) == NULL)
+	if (!o->present[JWT_H_KID])
 		return JWT_OK;
-	if (!json_is_string(kid))
+	if (o->v[JWT_H_KID].kind != JCHECK_STRING)
 		return JWT_EHEADER;
 	/* kid is only compared with our keys, never used as a path or URL. */
-	len = json_string_length(kid);
-	if (len == 0 || len > JWK_MAX_KID)
-		return JWT_EKID;
-	memcpy(h->kid, json_string_value(kid), len);
-	h->kid[len] = '\0';
-	h->kidlen = len;
+	if ((len = jwt_str_copy(o, JWT_H_KID, h->kid, JWK_MAX_KID)) <= 0)
+		return JWT_EKID;	/* empty, or longer than any of ours */
+	h->kidlen = (size_t)len;
 	h->has_kid = 1;
 	return JWT_OK;
 }
@@ -194,28 +243,23 @@ header_kid(const json_t *root, struct jwt_header *h)
  * only, or anyone could sign with a key they ship in the header.
  */
 static enum jwt_err
-header_check(const struct jwt_token *t, enum jwt_typ_mode mode,
+header_check(struct jwt_token *t, enum jwt_typ_mode mode,
     struct jwt_header *h)
 {
-	json_t *root;
+	struct jwt_object o;
 	enum jwt_err e;
 
-	if ((e = jwt_object_parse(t->hdr, t->hdrlen, JWT_EHEADER,
-	    &root)) != JWT_OK)
+	if ((e = jwt_object_parse(t, t->hdr, t->hdrlen, jwt_header_names,
+	    JWT_H_COUNT, JWT_EHEADER, &o)) != JWT_OK)
 		return e;
-	if ((e = header_alg(root)) != JWT_OK)
-		goto fail;
+	if ((e = header_alg(&o)) != JWT_OK)
+		return e;
 	/* We implement no extension, so any crit fails (RFC 7515 4.1.11). */
-	if (json_object_get(root, "crit") != NULL) {
-		e = JWT_ECRIT;
-		goto fail;
-	}
-	if ((e = header_typ(root, mode)) != JWT_OK)
-		goto fail;
-	e = header_kid(root, h);
-fail:
-	json_decref(root);
-	return e;
+	if (o.present[JWT_H_CRIT])
+		return JWT_ECRIT;
+	if ((e = header_typ(&o, mode)) != JWT_OK)
+		return e;
+	return header_kid(&o, h);
 }
 
 /* The key for the header's kid (jwk_choose's rules), as its number. */
@@ -234,25 +278,28 @@ signature_check(const struct jwk_set *ks, size_t idx,
 	    t->signed_len, t->sig, t->siglen) == 1 ? JWT_OK : JWT_ESIG;
 }
 
-/* Returns 1 and fills d if v is a NumericDate, else 0. */
+/* Returns 1 and fills d if member k is a NumericDate, else 0. */
 static int
-date_get(const json_t *v, struct jwt_date *d)
+date_get(const struct jwt_object *o, size_t k, struct jwt_date *d)
 {
+	const struct jcheck_value *v = &o->v[k];
+
 	/*
-	 * Typed reads only: json_integer_value() of a string is 0, which
-	 * would turn a bad nbf into "no restriction".
+	 * Typed reads only: a string, a boolean or null is never a date, and
+	 * never "no restriction" either.
 	 */
-	if (json_is_integer(v)) {
+	if (v->kind != JCHECK_NUMBER)
+		return 0;
+	if (v->is_int) {
 		d->is_int = 1;
-		d->i = (int64_t)json_integer_value(v);
+		d->i = v->i;
 		return 1;
 	}
-	if (json_is_real(v) && isfinite(json_real_value(v))) {
-		d->is_int = 0;
-		d->r = json_real_value(v);
-		return 1;
-	}
-	return 0;
+	if (!isfinite(v->r))
+		return 0;
+	d->is_int = 0;
+	d->r = v->r;
+	return 1;
 }
 
 /* now < d + leeway, computed as now - leeway < d: no overflow, no UB. */
@@ -281,114 +328,115 @@ date_reached(int64_t now, int64_t leeway, const struct jwt_date *d)
 	return (long double)t >= (long double)d->r;
 }
 
+/* aud an array: every element a string, one of them the audience. */
 static enum jwt_err
-claim_aud(const json_t *root, const char *audience)
+claim_aud_array(const struct jwt_object *o, const char *audience)
 {
-	const json_t *aud, *m;
-	size_t i;
+	const char *s = o->text;
+	size_t n = o->v[JWT_C_AUD].end, i, end;
 	int found = 0;
 
-	aud = json_object_get(root, "aud");
-	if (json_is_string(aud))
-		return jwt_str_eq(aud, audience) ? JWT_OK : JWT_EAUD;
-	if (!json_is_array(aud))
-		return JWT_EAUD;
-	json_array_foreach(aud, i, m) {
+	/* jcheck accepted the array: its elements are where jscan says. */
+	i = jscan_ws(s, n, o->v[JWT_C_AUD].start + 1);
+	while (i < n && s[i] != ']') {
 		/* A malformed member makes the whole list suspect. */
-		if (!json_is_string(m))
+		if (s[i] != '"' || (end = jscan_skip_string(s, n, i)) == 0)
 			return JWT_EAUD;
-		if (jwt_str_eq(m, audience))
+		if (audience != NULL &&
+		    jscan_key_is(s + i + 1, end - i - 2, audience))
 			found = 1;
+		i = jscan_ws(s, n, end);
+		if (i < n && s[i] == ',')
+			i = jscan_ws(s, n, i + 1);
 	}
 	return found ? JWT_OK : JWT_EAUD;
 }
 
+static enum jwt_err
+claim_aud(const struct jwt_object *o, const char *audience)
+{
+	if (!o->present[JWT_C_AUD])
+		return JWT_EAUD;
+	if (o->v[JWT_C_AUD].kind == JCHECK_STRING)
+		return jwt_str_eq(o, JWT_C_AUD, audience) ? JWT_OK : JWT_EAUD;
+	if (o->v[JWT_C_AUD].kind != JCHECK_ARRAY)
+		return JWT_EAUD;
+	return claim_aud_array(o, audience);
+}
+
 /* exp required, nbf and iat optional; a wrong type is never "absent". */
 static enum jwt_err
-claim_times(const json_t *root, int64_t now, int64_t leeway)
+claim_times(const struct jwt_object *o, int64_t now, int64_t leeway)
 {
-	const json_t *v;
 	struct jwt_date d;
 
-	if ((v = json_object_get(root, "exp")) == NULL)
+	if (!o->present[JWT_C_EXP])
 		return JWT_EEXP;
-	if (!date_get(v, &d))
+	if (!date_get(o, JWT_C_EXP, &d))
 		return JWT_ECLAIMS;
 	if (!date_before(now, leeway, &d))
 		return JWT_EEXP;
-	if ((v = json_object_get(root, "nbf")) != NULL) {
-		if (!date_get(v, &d))
+	if (o->present[JWT_C_NBF]) {
+		if (!date_get(o, JWT_C_NBF, &d))
 			return JWT_ECLAIMS;
 		if (!date_reached(now, leeway, &d))
 			return JWT_ENBF;
 	}
-	if ((v = json_object_get(root, "iat")) != NULL && !date_get(v, &d))
+	if (o->present[JWT_C_IAT] && !date_get(o, JWT_C_IAT, &d))
 		return JWT_ECLAIMS;
 	return JWT_OK;
 }
 
 static enum jwt_err
-claim_sub(const json_t *root, struct jwt_claims *c)
+claim_sub(const struct jwt_object *o, struct jwt_claims *c)
 {
-	const json_t *sub;
-	size_t len;
+	long len;
 
-	if (!json_is_string(sub = json_object_get(root, "sub")))
+	if (!o->present[JWT_C_SUB] || o->v[JWT_C_SUB].kind != JCHECK_STRING)
 		return JWT_ESUB;
-	len = json_string_length(sub);
-	/* The subject selects rows: empty, cut short or overlong is refused. */
-	if (len == 0 || len > JWT_MAX_SUB ||
-	    memchr(json_string_value(sub), '\0', len) != NULL)
+	/* The subject selects rows: empty, cut short or overlong is refused
+	 * (jcheck refuses \u0000; the NUL test says why it matters). */
+	len = jwt_str_copy(o, JWT_C_SUB, c->sub, JWT_MAX_SUB);
+	if (len <= 0 || memchr(c->sub, '\0', (size_t)len) != NULL)
 		return JWT_ESUB;
-	memcpy(c->sub, json_string_value(sub), len);
-	c->sub[len] = '\0';
 	return JWT_OK;
 }
 
 static enum jwt_err
-claim_scope(const json_t *root, struct jwt_claims *c)
+claim_scope(const struct jwt_object *o, struct jwt_claims *c)
 {
-	const json_t *scope;
-	size_t len;
+	long len;
 
 	c->has_scope = 0;
-	if ((scope = json_object_get(root, "scope")) == NULL)
+	if (!o->present[JWT_C_SCOPE])
 		return JWT_OK;
-	if (!json_is_string(scope))
+	if (o->v[JWT_C_SCOPE].kind != JCHECK_STRING)
 		return JWT_ECLAIMS;
-	len = json_string_length(scope);
-	if (len > JWT_MAX_SCOPE ||
-	    memchr(json_string_value(scope), '\0', len) != NULL)
+	len = jwt_str_copy(o, JWT_C_SCOPE, c->scope, JWT_MAX_SCOPE);
+	if (len < 0 || memchr(c->scope, '\0', (size_t)len) != NULL)
 		return JWT_ECLAIMS;
-	memcpy(c->scope, json_string_value(scope), len);
-	c->scope[len] = '\0';
 	c->has_scope = 1;
 	return JWT_OK;
 }
 
 /* Called only after the signature verified. */
 static enum jwt_err
-claims_check(const struct jwt_token *t, const struct jwt_policy *p,
-    int64_t now, struct jwt_claims *c)
+claims_check(struct jwt_token *t, const struct jwt_policy *p, int64_t now,
+    struct jwt_claims *c)
 {
-	json_t *root;
+	struct jwt_object o;
 	enum jwt_err e;
 
-	if ((e = jwt_object_parse(t->pay, t->paylen, JWT_ECLAIMS,
-	    &root)) != JWT_OK)
+	if ((e = jwt_object_parse(t, t->pay, t->paylen, jwt_claim_names,
+	    JWT_C_COUNT, JWT_ECLAIMS, &o)) != JWT_OK)
 		return e;
-	if (!jwt_str_eq(json_object_get(root, "iss"), p->issuer)) {
-		e = JWT_EISS;
-		goto fail;
-	}
-	if ((e = claim_aud(root, p->audience)) != JWT_OK ||
-	    (e = claim_times(root, now, p->leeway)) != JWT_OK ||
-	    (e = claim_sub(root, c)) != JWT_OK)
-		goto fail;
-	e = claim_scope(root, c);
-fail:
-	json_decref(root);
-	return e;
+	if (!jwt_str_eq(&o, JWT_C_ISS, p->issuer))
+		return JWT_EISS;
+	if ((e = claim_aud(&o, p->audience)) != JWT_OK ||
+	    (e = claim_times(&o, now, p->leeway)) != JWT_OK ||
+	    (e = claim_sub(&o, c)) != JWT_OK)
+		return e;
+	return claim_scope(&o, c);
 }
 
 int
@@ -442,7 +490,6 @@ jwt_strerror(enum jwt_err err)
 	case JWT_EEXP:		return "expired or no exp";
 	case JWT_ENBF:		return "not yet valid";
 	case JWT_ESUB:		return "bad subject";
-	case JWT_ENOMEM:	return "out of memory";
 	}
 	return "unknown error";
 }

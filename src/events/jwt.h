@@ -20,7 +20,8 @@
 #define JWT_MAX_SCOPE	1024	/* longest scope claim, in bytes */
 #define JWT_MAX_DEPTH	16	/* JSON nesting in header and claims */
 
-/* Why a token was rejected; every value but JWT_OK means "invalid token". */
+/* Why a token was rejected; every value but JWT_OK means "invalid token".
+ * JWT_ESUB is the last. */
 enum jwt_err {
 	JWT_OK = 0,
 	JWT_ETOOLONG,	/* longer than JWT_MAX_LEN */
@@ -37,7 +38,6 @@ enum jwt_err {
 	JWT_EEXP,	/* exp missing or expired */
 	JWT_ENBF,	/* nbf in the future */
 	JWT_ESUB,	/* sub missing, empty, too long */
-	JWT_ENOMEM,	/* allocation failure */
 };
 
 /* typ header policy. */

@@ -24,15 +24,30 @@ render_timestamp(struct buf *b, int64_t us)
 		b->overflow = 1;
 		return;
 	}
-	buf_printf(b, "\"%04d-%02d-%02dT%02d:%02d:%02d.%06dZ\"",
-	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, (int)frac);
+	/* "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", quoted */
+	buf_add(b, "\"", 1);
+	buf_int(b, (int64_t)tm.tm_year + 1900, 4);
+	buf_add(b, "-", 1);
+	buf_int(b, tm.tm_mon + 1, 2);
+	buf_add(b, "-", 1);
+	buf_int(b, tm.tm_mday, 2);
+	buf_add(b, "T", 1);
+	buf_int(b, tm.tm_hour, 2);
+	buf_add(b, ":", 1);
+	buf_int(b, tm.tm_min, 2);
+	buf_add(b, ":", 1);
+	buf_int(b, tm.tm_sec, 2);
+	buf_add(b, ".", 1);
+	buf_int(b, frac, 6);
+	buf_add(b, "Z\"", 2);
 }
 
 void
 render_event(struct buf *b, const struct store_event *ev)
 {
-	buf_printf(b, "{\"id\":%lld,\"subject\":", (long long)ev->id);
+	buf_str(b, "{\"id\":");
+	buf_int(b, ev->id, 0);
+	buf_str(b, ",\"subject\":");
 	buf_json_string(b, ev->subject, ev->subject_len);
 	buf_str(b, ",\"kind\":");
 	buf_json_string(b, ev->kind, ev->kind_len);

@@ -142,20 +142,6 @@ http_reason(int status)
 	}
 }
 
-/* Appends v in decimal (a status code, a length: no printf on the path
- * of every reply). */
-static void
-http_put_uint(struct buf *b, unsigned long long v)
-{
-	char d[20];	/* 2^64 - 1 has 20 digits */
-	size_t n = sizeof(d);
-
-	do
-		d[--n] = (char)('0' + v % 10);
-	while ((v /= 10) > 0);
-	buf_add(b, d + n, sizeof(d) - n);
-}
-
 int
 http_head(char *buf, size_t cap, int status, const char *content_type,
     size_t len, const char *extra_headers)
@@ -166,13 +152,13 @@ http_head(char *buf, size_t cap, int status, const char *content_type,
 		return -1;
 	buf_init(&b, buf, cap - 1);	/* and the NUL */
 	buf_str(&b, "Status: ");
-	http_put_uint(&b, (unsigned)status);
+	buf_int(&b, status, 0);
 	buf_add(&b, " ", 1);
 	buf_str(&b, http_reason(status));
 	buf_str(&b, "\r\nContent-Type: ");
 	buf_str(&b, content_type);
 	buf_str(&b, "\r\nContent-Length: ");
-	http_put_uint(&b, len);
+	buf_int(&b, (int64_t)len, 0);
 	buf_str(&b, "\r\n");
 	if (extra_headers != NULL)
 		buf_str(&b, extra_headers);

@@ -35,6 +35,26 @@ buf_str(struct buf *b, const char *s)
 }
 
 void
+buf_int(struct buf *b, int64_t v, int width)
+{
+	char tmp[BUF_INT_MAX];
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	size_t i = sizeof(tmp);
+	int len;
+
+	do {
+		tmp[--i] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u != 0);
+	len = (int)(sizeof(tmp) - i) + (v < 0);
+	for (; len < width && i > 1; len++)
+		tmp[--i] = '0';
+	if (v < 0)
+		tmp[--i] = '-';
+	buf_add(b, tmp + i, sizeof(tmp) - i);
+}
+
+void
 buf_printf(struct buf *b, const char *fmt, ...)
 {
 	va_list ap;

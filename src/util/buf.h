@@ -7,6 +7,7 @@
 #define CFPM_BUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct buf {
 	char	*p;
@@ -23,6 +24,16 @@ void buf_add(struct buf *b, const char *s, size_t n);
 
 /* Appends a NUL-terminated string. */
 void buf_str(struct buf *b, const char *s);
+
+/*
+ * Appends v in decimal as printf's "%0*lld" writes it: at least width
+ * characters (below BUF_INT_MAX), zeros between the sign and the digits.
+ * A reply's few numbers (a status, a length, an id, a timestamp's
+ * fields) without vfprintf, which costs thousands of instructions each.
+ */
+void buf_int(struct buf *b, int64_t v, int width);
+
+#define BUF_INT_MAX	32	/* "-" and 19 digits, or up to this width */
 
 /* Appends printf output (never truncated: all or overflow). */
 void buf_printf(struct buf *b, const char *fmt, ...)

@@ -14,8 +14,7 @@
 #define JSCAN_SURR_LOW		0xdc00	/* second half of a pair */
 #define JSCAN_SURR_END		0xe000	/* past the low surrogates */
 
-/* The first index at or after i that is not JSON white space. */
-static size_t
+size_t
 jscan_ws(const char *s, size_t n, size_t i)
 {
 	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
@@ -179,6 +178,40 @@ jscan_utf8(uint32_t cp, char out[JSCAN_UTF8_MAX])
 	return 4;
 }
 
+long
+jscan_string_decode(const char *s, size_t n, size_t i, char *out,
+    size_t cap)
+{
+	size_t o = 0, run, u;
+	char buf[JSCAN_UTF8_MAX];
+	uint32_t cp;
+
+	if (i >= n || s[i] != '"')
+		return -1;
+	for (i++; i < n && s[i] != '"'; ) {
+		if (s[i] != '\\') {
+			/* A run of plain bytes goes out in one copy. */
+			for (run = i; run < n && s[run] != '"' &&
+			    s[run] != '\\'; run++)
+				;
+			if (run - i > cap - o)
+				return -1;
+			memcpy(out + o, s + i, run - i);
+			o += run - i;
+			i = run;
+			continue;
+		}
+		if ((i = jscan_unescape(s, n, i, &cp)) == 0)
+			return -1;
+		u = jscan_utf8(cp, buf);
+		if (u > cap - o)
+			return -1;
+		memcpy(out + o, buf, u);
+		o += u;
+	}
+	return i < n ? (long)o : -1;
+}
+
 int
 jscan_key_is(const char *k, size_t len, const char *name)
 {
@@ -188,14 +221,17 @@ jscan_key_is(const char *k, size_t len, const char *name)
 
 	while (i < len) {
 		if (k[i] != '\\') {
-			buf[0] = k[i++];
-			u = 1;
-		} else {
-			/* A NUL (\u0000) never equals a byte of name. */
-			if ((i = jscan_unescape(k, len, i, &cp)) == 0)
+			/* Plain bytes, most names' only ones: compared as such. */
+			if (j == nlen || name[j] != k[i])
 				return 0;
-			u = jscan_utf8(cp, buf);
+			i++;
+			j++;
+			continue;
 		}
+		/* A NUL (\u0000) never equals a byte of name. */
+		if ((i = jscan_unescape(k, len, i, &cp)) == 0)
+			return 0;
+		u = jscan_utf8(cp, buf);
 		if (u > nlen - j || memcmp(name + j, buf, u) != 0)
 			return 0;
 		j += u;

@@ -4,8 +4,9 @@
  * A scanner, not a parser: it says where a string, a value or an object's
  * member starts and ends in the caller's own bytes, so that what cfpm
  * stores is exactly what the client sent and not a re-encoding (numbers
- * keep their digits). It is meant for text a validating parser (jansson)
- * has already accepted; on such text every span is exact. On any other
+ * keep their digits). It is meant for text a validating parser (jcheck.h,
+ * which accepts what jansson accepts) has already accepted; on such text
+ * every span is exact. On any other
  * bytes every function still terminates, reads nothing outside s[0..n-1]
  * (no NUL terminator is needed) and either fails or returns a position
  * inside the input; what that position means is then unspecified.
@@ -21,6 +22,12 @@
 #include <stdint.h>
 
 #define JSCAN_UTF8_MAX	4	/* bytes of one code point in UTF-8 */
+
+/*
+ * PURE. The first index at or after i that is not JSON white space
+ * (space, tab, newline, carriage return); n if the text ends first.
+ */
+size_t jscan_ws(const char *s, size_t n, size_t i);
 
 /*
  * PURE. s[i] is the opening '"' of a string: returns the index just past
@@ -52,6 +59,18 @@ size_t jscan_skip_value(const char *s, size_t n, size_t i);
  * other half (which jansson refuses too).
  */
 size_t jscan_unescape(const char *s, size_t n, size_t i, uint32_t *cp);
+
+/*
+ * PURE. s[i] is the opening '"' of a string: writes what it decodes to
+ * (escapes resolved as jscan_unescape() does, code points as UTF-8,
+ * other bytes as they are, \u0000 as a NUL byte) to out, at most cap
+ * bytes, no terminator. Returns the decoded length, or -1 if it needs
+ * more than cap bytes, an escape is malformed, the string is not closed
+ * within n bytes or s[i] is not '"'. Raw bytes are not checked: that is
+ * the validating parser's job.
+ */
+long jscan_string_decode(const char *s, size_t n, size_t i, char *out,
+    size_t cap);
 
 /*
  * PURE. 1 if the raw text of a member name, the len bytes between its

@@ -26,12 +26,16 @@
  * claims; an accepted one carries a signature that OpenSSL verifies on its
  * own with one of the two test keys, and its header and claims, decoded
  * independently, satisfy the policy (alg, crit, typ, iss, aud, exp, nbf,
- * sub, scope).
+ * sub, scope). jwt.c reads JSON with util/jcheck, not jansson: on every
+ * token that splits and decodes, its verdict on the header and (behind a
+ * good signature) the claims is jansson's with JSON_REJECT_DUPLICATES,
+ * a NUL byte refused and nesting bounded (check_json_verdict).
  *
  * TEST-ONLY KEY MATERIAL below: copies of tests/data/jwt/pub.pem,
  * pub2.pem, jwks.json and the private key.pem (committed there on purpose,
  * see tests/data/jwt/README.md); they protect nothing.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +49,7 @@
 
 #include "events/base64url.h"
 #include "fuzz.h"
+#include "fuzz_json.h"
 #include "events/jwt.h"
 
 #define NOW		INT64_C(1800000000)	/* mkgolden.sh's NOW */
@@ -291,21 +296,86 @@ date_ok(const json_t *v, int64_t now, int64_t leeway, int is_exp)
 	    (long double)(int64_t)t >= json_real_value(v);
 }
 
-/* Decodes one segment independently and parses it as JSON. */
+/*
+ * Decodes one segment independently and reads it as jwt.h promises to:
+ * a JSON object jansson accepts with JSON_REJECT_DUPLICATES, holding no
+ * NUL byte (which jansson may skip after a number or a literal, and jwt.c
+ * refuses), nested at most JWT_MAX_DEPTH deep. NULL if it is not one.
+ */
 static json_t *
-segment_json(const char *s, size_t len)
+segment_oracle(const char *s, size_t len)
 {
 	unsigned char *buf;
 	size_t n;
-	json_t *v;
+	json_t *v = NULL;
 
 	if ((buf = b64url_indep(s, len, &n)) == NULL)
 		abort();
-	v = json_loadb((const char *)buf, n, JSON_REJECT_DUPLICATES, NULL);
+	if (memchr(buf, '\0', n) == NULL)
+		v = json_loadb((const char *)buf, n, JSON_REJECT_DUPLICATES,
+		    NULL);
 	free(buf);
-	if (v == NULL || !json_is_object(v))
+	if (v != NULL && (!json_is_object(v) ||
+	    fuzz_json_depth(v) > JWT_MAX_DEPTH)) {
+		json_decref(v);
+		v = NULL;
+	}
+	return v;
+}
+
+/* The same for a segment that must be one. */
+static json_t *
+segment_json(const char *s, size_t len)
+{
+	json_t *v;
+
+	if ((v = segment_oracle(s, len)) == NULL)
 		abort();
 	return v;
+}
+
+/* 1 if the present member name of o is not a NumericDate. */
+static int
+not_a_date(const json_t *o, const char *name)
+{
+	const json_t *v = json_object_get(o, name);
+
+	return v != NULL && !json_is_integer(v) && !(json_is_real(v) &&
+	    isfinite(json_real_value(v)));
+}
+
+/*
+ * A token split and decoded, then rejected or accepted: the JSON verdicts
+ * are jansson's. A header jansson refuses is JWT_EHEADER, and
+ * JWT_EHEADER is only that or a kid that is no string; claims behind a
+ * good signature that jansson refuses are JWT_ECLAIMS, and JWT_ECLAIMS
+ * is only that or a claim of the wrong type.
+ */
+static void
+check_json_verdict(const char *tok, size_t len, enum jwt_err e)
+{
+	const char *d1, *d2;
+	json_t *hdr, *pay, *v;
+
+	d1 = memchr(tok, '.', len);
+	d2 = memchr(d1 + 1, '.', len - (size_t)(d1 + 1 - tok));
+	hdr = segment_oracle(tok, (size_t)(d1 - tok));
+	v = json_object_get(hdr, "kid");
+	if (hdr == NULL ? e != JWT_EHEADER :
+	    e == JWT_EHEADER && (v == NULL || json_is_string(v)))
+		abort();
+	json_decref(hdr);
+	if (e != JWT_ECLAIMS && e != JWT_EISS && e != JWT_EAUD &&
+	    e != JWT_EEXP && e != JWT_ENBF && e != JWT_ESUB && e != JWT_OK)
+		return;
+	pay = segment_oracle(d1 + 1, (size_t)(d2 - d1 - 1));
+	v = json_object_get(pay, "scope");
+	if (pay == NULL ? e != JWT_ECLAIMS : e == JWT_ECLAIMS &&
+	    !not_a_date(pay, "exp") && !not_a_date(pay, "nbf") &&
+	    !not_a_date(pay, "iat") && (v == NULL || (json_is_string(v) &&
+	    json_string_length(v) <= JWT_MAX_SCOPE)))
+		abort();
+	json_decref(pay);
 }
 
 /* An accepted token: everything jwt.h promises must hold. */
@@ -395,17 +465,19 @@ verify_one(const struct jwk_set *ks, const char *tok, size_t len,
 {
 	static const struct jwt_claims zero;
 	struct jwt_claims c;
-	enum jwt_err e = JWT_ENOMEM + 1;
+	enum jwt_err e = JWT_ESUB + 1;
 
 	memset(&c, 0xa5, sizeof(c));
 	if (jwt_verify(ks, p, tok, len, now, &c, &e) == 0) {
 		if (e != JWT_OK)
 			abort();
 		check_accepted(tok, len, p, now, &c);
-	} else if (e == JWT_OK || e > JWT_ENOMEM ||
+	} else if (e == JWT_OK || e > JWT_ESUB ||
 	    memcmp(&c, &zero, sizeof(c)) != 0 ||
 	    strcmp(jwt_strerror(e), "unknown error") == 0)
 		abort();
+	if (e != JWT_ETOOLONG && e != JWT_EFORMAT)
+		check_json_verdict(tok, len, e);
 }
 
 /* The token goes in a copy that ends right before an unmapped page. */

@@ -289,6 +289,71 @@ def jscan_seeds():
         write("jscan", k, v)
 
 
+def jcheck_seeds():
+    # fuzz_jcheck.c: a control byte (bit 0 ints as reals, bits 1-6 the
+    # depth limit - 1), then the text.
+    TOKEN = (16 - 1) << 1          # jwt.c: depth 16, integers as integers
+    BODY = (64 - 1) << 1 | 1       # jsonbody.c: depth 64, ints as reals
+    def seed(name, ctl, text):
+        if isinstance(text, str):
+            text = text.encode()
+        write("jcheck", name, bytes([ctl]) + text)
+    for name in ("valid", "valid_kid1", "valid_extra", "valid_scope_utf8",
+                 "header_dup_alg", "header_bad_utf8", "header_nul",
+                 "header_trailing", "header_deep_16", "header_deep_17",
+                 "claims_dup_exp", "claims_bad_utf8", "claims_overlong_utf8",
+                 "claims_nul_other", "claims_deep_16", "exp_1e400",
+                 "exp_2p63", "exp_int64_min", "exp_exponent", "sub_nul"):
+        h, p = golden(name + ".jwt").split(b".")[:2]
+        seed("token-header-" + name, TOKEN, unb64url(h))
+        seed("token-claims-" + name, TOKEN, unb64url(p))
+    many = ",".join('"k%d":%d' % (i, i) for i in range(40))
+    seeds = {
+        "body": (BODY, '{"kind":"page_view","payload":{"path":"/pricing",'
+                 '"ms":182,"ref":"newsletter"}}'),
+        "dup-escaped": (TOKEN, '{"alg":1,"\\u0061lg":2}'),
+        "dup-nested": (TOKEN, '{"a":[{"x":1,"y":{"z":1,"z":2}}]}'),
+        "many-names": (BODY, "{" + many + "}"),
+        "many-names-dup": (BODY, "{" + many + ',"k7":0}'),
+        "int64-edges": (TOKEN, '{"a":9223372036854775807,'
+                        '"b":-9223372036854775808,"c":-0}'),
+        "int64-over": (TOKEN, '{"a":9223372036854775808}'),
+        "int64-under": (TOKEN, '{"a":-9223372036854775809}'),
+        "ints-as-reals": (BODY, '{"a":123456789012345678901234567890}'),
+        "real-max": (TOKEN, '{"a":1.7976931348623157e308}'),
+        "real-over": (TOKEN, '{"a":1.7976931348623159e308}'),
+        "real-tiny": (TOKEN, '{"a":1e-400,"b":-0.0,"c":4.9e-324}'),
+        "real-exp-zeros": (TOKEN, '{"a":1e0000000000000000000400}'),
+        "numbers-bad": (TOKEN, '{"a":01}'),
+        "number-dot": (TOKEN, '{"a":1.}'),
+        "number-exp": (TOKEN, '{"a":1e+}'),
+        "number-plus": (TOKEN, '{"a":+1}'),
+        "literals": (TOKEN, '{"a":true,"b":false,"c":null,"d":[]}'),
+        "literal-bad": (TOKEN, '{"a":tru}'),
+        "literal-long": (TOKEN, '{"a":truex}'),
+        "nul-after-number": (TOKEN, b'{"a":1\x00}'),
+        "nul-after-literal": (TOKEN, b'{"a":true\x00}'),
+        "escape-pair": (TOKEN, '{"s":"\\ud83d\\ude00\\u00e9\\n"}'),
+        "escape-lone-low": (TOKEN, '{"s":"\\udc00"}'),
+        "escape-nul": (TOKEN, '{"s\\u0000":1}'),
+        "utf8-max": (TOKEN, '{"s":"\U0010ffff"}'),
+        "utf8-surrogate": (TOKEN, b'{"s":"\xed\xa0\x80"}'),
+        "utf8-cut": (TOKEN, b'{"s":"\xe2\x82"}'),
+        "control": (TOKEN, b'{"s":"\x1f"}'),
+        "del": (TOKEN, b'{"s":"\x7f"}'),
+        "top-array": (TOKEN, '[1]'),
+        "trailing-comma": (TOKEN, '{"a":1,}'),
+        "array-comma": (TOKEN, '{"a":[1,]}'),
+        "two-objects": (TOKEN, '{}{}'),
+        "ws": (TOKEN, ' \t\r\n{ "a" : [ 1 , { } ] }\n'),
+        "depth-1": (0, '{"a":{}}'),
+        "depth-64": (BODY, '{"a":' + "[" * 63 + "]" * 63 + "}"),
+        "depth-65": (BODY, '{"a":' + "[" * 64 + "]" * 64 + "}"),
+    }
+    for k, (ctl, text) in seeds.items():
+        seed(k, ctl, text)
+
+
 def config_seeds():
     with open(os.path.join(TOP, "etc", "cfpm.conf"), "rb") as f:
         conf = f.read()
@@ -438,6 +503,7 @@ def main():
     base64url_seeds()
     body_seeds()
     jscan_seeds()
+    jcheck_seeds()
     config_seeds()
     return 0
 

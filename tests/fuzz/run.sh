@@ -3,7 +3,7 @@
 #
 #   sh tests/fuzz/run.sh TARGET SECONDS [BINDIR] [-- LIBFUZZER-OPTIONS...]
 #
-# TARGET is base64url, body, config, fcgi, jscan or jwt; BINDIR (default
+# TARGET is base64url, body, config, fcgi, jcheck, jscan or jwt; BINDIR (default
 # ./fuzz-build) holds what build.sh made. The seed corpus (tests/fuzz/corpus/TARGET and
 # tests/fuzz/regress/TARGET) is copied to a scratch directory, so the
 # repository only gets the inputs someone adds on purpose. The scratch

@@ -4,9 +4,11 @@
  * and status paths (http_route), in server/http.c. All pure: no
  * sockets. The events API's JSON bodies are test_render.c's.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/http.h"
 #include "util/config.h"

@@ -417,6 +417,60 @@ test_prefixes(void)
 	is_int(bad, 0, "skip_value: only the whole object is a value");
 }
 
+/* jscan_ws: the four JSON white space bytes, nothing else. */
+static void
+test_ws(void)
+{
+	size_t len;
+	char *s = copy_str(" \t\r\nx", &len);
+
+	is_int(jscan_ws(s, len, 0), 4, "ws: space, tab, CR, LF skipped");
+	is_int(jscan_ws(s, len, 4), 4, "ws: stops at a token");
+	is_int(jscan_ws(s, 3, 0), 3, "ws: stops at the length");
+	is_int(jscan_ws(s, len, 9), 9, "ws: past the length stays put");
+	free(s);
+	s = copy_str("\f\v\xc2\xa0", &len);
+	is_int(jscan_ws(s, len, 0), 0, "ws: form feed, VT, NBSP are not");
+	free(s);
+}
+
+/* A decoded string against its expected bytes (want_len -1: refused). */
+static void
+decoded(const char *text, size_t cap, const char *want, long want_len)
+{
+	char out[64];
+	size_t len;
+	char *s = copy_str(text, &len);
+	long n = jscan_string_decode(s, len, 0, out, cap);
+
+	if (want_len < 0)
+		is_int(n, -1, "decode %s (cap %zu): refused", show(text), cap);
+	else
+		ok(n == want_len && memcmp(out, want, (size_t)n) == 0,
+		    "decode %s (cap %zu): %ld bytes", show(text), cap, n);
+	free(s);
+}
+
+static void
+test_string_decode(void)
+{
+	decoded("\"\"", 0, "", 0);
+	decoded("\"abc\"", 3, "abc", 3);
+	decoded("\"abc\"", 2, NULL, -1);
+	decoded("\"a\\\"b\\\\\\/\\n\"", 6, "a\"b\\/\n", 6);
+	decoded("\"\\u00e9\\u4e2d\\ud83d\\ude00\"", 9,
+	    "\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80", 9);
+	decoded("\"\\ud83d\\ude00\"", 3, NULL, -1);
+	decoded("\"x\\u0000y\"", 3, "x\0y", 3);
+	decoded("\"\xc3\xa9\"", 2, "\xc3\xa9", 2);
+	decoded("\"\\ud800\"", 8, NULL, -1);
+	decoded("\"\\q\"", 8, NULL, -1);
+	decoded("\"abc", 8, NULL, -1);
+	decoded("\"ab\\", 8, NULL, -1);
+	decoded("abc\"", 8, NULL, -1);
+	decoded("\"a\" trailing", 8, "a", 1);
+}
+
 int
 main(void)
 {
@@ -426,5 +480,7 @@ main(void)
 	test_key_is();
 	test_member_span();
 	test_prefixes();
+	test_ws();
+	test_string_decode();
 	return done_testing();
 }

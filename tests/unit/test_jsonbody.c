@@ -17,25 +17,6 @@
 #include "tap.h"
 
 static void
-test_depth(void)
-{
-	char deep[200];
-	int i;
-
-	for (i = 0; i < 64; i++)
-		deep[i] = '[';
-	deep[64] = '\0';
-	ok(jsonbody_depth_ok(deep, 64, 64), "64 levels ok");
-	deep[64] = '[';
-	ok(!jsonbody_depth_ok(deep, 65, 64), "65 levels rejected");
-	ok(jsonbody_depth_ok("{\"a\":\"[[[[\"}", 11, 1),
-	    "brackets in strings skipped");
-	ok(jsonbody_depth_ok("{\"a\\\"[[\":1}", 11, 1),
-	    "escaped quote handled");
-	ok(!jsonbody_depth_ok("{\"a\":{}}", 8, 1), "2 levels over max 1");
-}
-
-static void
 event(const char *body, int want_rc, const char *want_kind,
     const char *want_payload)
 {
@@ -52,6 +33,47 @@ event(const char *body, int want_rc, const char *want_kind,
 	}
 	free(payload);
 	json_decref(root);
+}
+
+/* A body whose payload nests n - 2 arrays: n levels with the body's. */
+static char *
+nested_body(int n)
+{
+	char *b = malloc((size_t)n * 2 + 64), *p;
+	int i;
+
+	if (b == NULL)
+		abort();
+	p = b + sprintf(b, "{\"kind\":\"k\",\"payload\":{\"a\":");
+	for (i = 0; i < n - 2; i++)
+		*p++ = '[';
+	for (i = 0; i < n - 2; i++)
+		*p++ = ']';
+	strcpy(p, "}}");
+	return b;
+}
+
+static void
+test_depth(void)
+{
+	char *b, *want;
+
+	/* The payload is what follows {"kind":"k","payload": (22 bytes). */
+	b = nested_body(JSONBODY_MAX_DEPTH);
+	if ((want = strdup(b + 22)) == NULL)
+		abort();
+	want[strlen(want) - 1] = '\0';
+	event(b, 0, "k", want);
+	free(want);
+	free(b);
+	b = nested_body(JSONBODY_MAX_DEPTH + 1);
+	event(b, -1, NULL, NULL);
+	free(b);
+	b = nested_body(10000);
+	event(b, -1, NULL, NULL);
+	free(b);
+	event("{\"kind\":\"[[[[\",\"payload\":{}}", 0, "[[[[", "{}");
+	event("{\"kind\":\"\\\"[[\",\"payload\":{}}", 0, "\"[[", "{}");
 }
 
 static void

@@ -12,8 +12,14 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/param_build.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
 
 #include "events/base64url.h"
 #include "events/jwt.h"
@@ -270,7 +276,7 @@ err_name(enum jwt_err e)
 		"JWT_OK", "JWT_ETOOLONG", "JWT_EFORMAT", "JWT_EHEADER",
 		"JWT_EALG", "JWT_ECRIT", "JWT_ETYP", "JWT_EKID", "JWT_ESIG",
 		"JWT_ECLAIMS", "JWT_EISS", "JWT_EAUD", "JWT_EEXP", "JWT_ENBF",
-		"JWT_ESUB", "JWT_ENOMEM",
+		"JWT_ESUB",
 	};
 
 	if ((size_t)e < sizeof(names) / sizeof(names[0]))
@@ -365,7 +371,7 @@ test_goldens(void)
 			ok(0, "%s: file missing", g->file);
 			continue;
 		}
-		e = JWT_ENOMEM;
+		e = (enum jwt_err)-1;
 		rc = verify(g->ks, tok, len, g->leeway, g->typ, g->now, &c, &e);
 		if (!ok(e == g->want && rc == (g->want == JWT_OK ? 0 : -1),
 		    "%s [%s%s, leeway %lld, now %lld]: %s", g->file,
@@ -837,12 +843,147 @@ test_keyset_parse(void)
 #undef JWK
 }
 
+/* An SPKI PEM of the RSA "key" (n, e), whatever the numbers are. */
+static char *
+pem_of(const BIGNUM *n, const BIGNUM *e)
+{
+	OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);
+	OSSL_PARAM *params;
+	EVP_PKEY *pkey = NULL;
+	BIO *bio = BIO_new(BIO_s_mem());
+	char *data, *out;
+	long len;
+
+	if (bld == NULL || ctx == NULL || bio == NULL ||
+	    OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n) != 1 ||
+	    OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, e) != 1 ||
+	    (params = OSSL_PARAM_BLD_to_param(bld)) == NULL ||
+	    EVP_PKEY_fromdata_init(ctx) != 1 ||
+	    EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) != 1 ||
+	    PEM_write_bio_PUBKEY(bio, pkey) != 1 ||
+	    (len = BIO_get_mem_data(bio, &data)) <= 0 ||
+	    (out = malloc((size_t)len + 1)) == NULL)
+		abort();
+	memcpy(out, data, (size_t)len);
+	out[len] = '\0';
+	OSSL_PARAM_free(params);
+	EVP_PKEY_free(pkey);
+	EVP_PKEY_CTX_free(ctx);
+	OSSL_PARAM_BLD_free(bld);
+	BIO_free(bio);
+	return out;
+}
+
+/*
+ * Keys OpenSSL's RSA_verify never verifies with (rsa_ossl.c: e must be
+ * below n, and at most 64 bits past a 3072-bit modulus) are refused at
+ * load, not left to fail every token.
+ */
+static void
+test_keyset_exponents(void)
+{
+	BIGNUM *n = BN_new(), *e = BN_new();
+	char err[256], *pem;
+
+	if (n == NULL || e == NULL ||
+	    BN_rand(n, 4096, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ODD) != 1 ||
+	    BN_set_word(e, 1) != 1 || BN_set_bit(e, 64) != 1)
+		abort();
+	pem = pem_of(n, e);
+	keyset_refused("4096-bit n, 65-bit e", pem, NULL, "RS256");
+	free(pem);
+	if (BN_clear_bit(e, 64) != 1 || BN_set_bit(e, 63) != 1)
+		abort();
+	pem = pem_of(n, e);
+	is_int(parse_text(pem, NULL, err, sizeof(err)), 1,
+	    "4096-bit n, 64-bit e: loaded");
+	free(pem);
+	if (BN_rand(n, 2048, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ODD) != 1 ||
+	    BN_set_word(e, 1) != 1 || BN_set_bit(e, 100) != 1)
+		abort();
+	pem = pem_of(n, e);
+	is_int(parse_text(pem, NULL, err, sizeof(err)), 1,
+	    "2048-bit n, 101-bit e: loaded (OpenSSL verifies with it)");
+	free(pem);
+	if (BN_copy(e, n) == NULL || BN_add_word(e, 2) != 1)
+		abort();
+	pem = pem_of(n, e);
+	keyset_refused("e above n", pem, NULL, "RS256");
+	free(pem);
+	BN_free(n);
+	BN_free(e);
+}
+
+/*
+ * The RS256 primitive with other public exponents than 65537: its square
+ * and multiply must hold for any odd e (3: no squaring but the last; a
+ * 64-bit e with many bits set: a multiplication on most steps).
+ */
+static void
+test_rs256_exponents(void)
+{
+	static const unsigned long long exps[] = { 3, 17, 65537,
+	    0xfffffffffffffffdULL };
+	unsigned char sig[256], msg[] = "header.claims";
+	size_t i, siglen;
+	struct jwk_set *ks;
+	EVP_PKEY_CTX *gen;
+	EVP_MD_CTX *md;
+	EVP_PKEY *key;
+	BIGNUM *e = BN_new(), *n = NULL;
+	char err[256], *pem;
+
+	for (i = 0; i < sizeof(exps) / sizeof(exps[0]); i++) {
+		key = NULL;
+		siglen = sizeof(sig);
+		if (e == NULL || BN_set_word(e, exps[i]) != 1 ||
+		    (gen = EVP_PKEY_CTX_new_from_name(NULL, "RSA",
+		    NULL)) == NULL || EVP_PKEY_keygen_init(gen) != 1 ||
+		    EVP_PKEY_CTX_set_rsa_keygen_bits(gen, 2048) != 1 ||
+		    EVP_PKEY_CTX_set1_rsa_keygen_pubexp(gen, e) != 1 ||
+		    EVP_PKEY_keygen(gen, &key) != 1 ||
+		    (md = EVP_MD_CTX_new()) == NULL ||
+		    EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
+		    EVP_DigestSign(md, sig, &siglen, msg, sizeof(msg)) != 1 ||
+		    EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_RSA_N,
+		    &n) != 1)
+			abort();
+		pem = pem_of(n, e);
+		ks = jwk_set_parse(pem, strlen(pem), NULL, err, sizeof(err));
+		ok(ks != NULL, "e = %llu: key loaded", exps[i]);
+		is_int(jwk_rs256_verify(ks, 0, msg, sizeof(msg), sig, siglen),
+		    1, "e = %llu: OpenSSL's signature verifies", exps[i]);
+		msg[0] ^= 1;
+		is_int(jwk_rs256_verify(ks, 0, msg, sizeof(msg), sig, siglen),
+		    0, "e = %llu: another message does not", exps[i]);
+		msg[0] ^= 1;
+		sig[siglen / 2] ^= 0x10;
+		is_int(jwk_rs256_verify(ks, 0, msg, sizeof(msg), sig, siglen),
+		    0, "e = %llu: another signature does not", exps[i]);
+		/* n itself: RSAVP1's "out of range", never m = 0. */
+		if (BN_bn2binpad(n, sig, (int)siglen) != (int)siglen)
+			abort();
+		is_int(jwk_rs256_verify(ks, 0, msg, sizeof(msg), sig, siglen),
+		    0, "e = %llu: the modulus as a signature does not",
+		    exps[i]);
+		jwk_set_free(ks);
+		free(pem);
+		BN_free(n);
+		n = NULL;
+		EVP_MD_CTX_free(md);
+		EVP_PKEY_free(key);
+		EVP_PKEY_CTX_free(gen);
+	}
+	BN_free(e);
+}
+
 static void
 test_strerror(void)
 {
 	int i, j, distinct = 1;
 
-	for (i = JWT_OK; i <= JWT_ENOMEM; i++)
+	for (i = JWT_OK; i <= JWT_ESUB; i++)
 		for (j = JWT_OK; j < i; j++)
 			if (strcmp(jwt_strerror((enum jwt_err)i),
 			    jwt_strerror((enum jwt_err)j)) == 0)
@@ -885,6 +1026,8 @@ main(void)
 	test_hs256_golden();
 	test_rs256_verify();
 	test_keyset_parse();
+	test_keyset_exponents();
+	test_rs256_exponents();
 	test_strerror();
 
 	jwk_set_free(keysets[KS_PEM]);
