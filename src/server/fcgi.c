@@ -446,23 +446,40 @@ fcgi_management_reply(const unsigned char *rec, size_t len,
 	return FCGI_HEADER_SIZE + 8;
 }
 
-/* The contents of one stream's records, in order, up to max bytes. */
-static size_t
-fcgi_stream_copy(const unsigned char *p, const struct fcgi_scan *s, int type,
-    unsigned char *out, size_t max)
+/* Where one stream of a scanned request goes: its contents, joined. */
+struct fcgi_sink {
+	unsigned char	*out;
+	size_t		 max;
+	size_t		 n;
+};
+
+/*
+ * The contents of a scanned request's FCGI_PARAMS and FCGI_STDIN records,
+ * each stream joined in order into its sink (body NULL: the parameters
+ * only), up to its max, in one walk over the records: a request sent as
+ * thousands of one-byte records costs one pass, and its one-byte records
+ * no memcpy call each.
+ */
+static void
+fcgi_streams_copy(const unsigned char *p, const struct fcgi_scan *s,
+    struct fcgi_sink *params, struct fcgi_sink *body)
 {
 	struct fcgi_rec r;
-	size_t pos = 0, n = 0;
+	struct fcgi_sink *to;
+	size_t pos;
 
-	while (pos < s->len) {
+	for (pos = 0; pos < s->len; pos += r.size) {
 		fcgi_rec_decode(p + pos, &r);
-		if (r.type == type && n + r.clen <= max) {
-			memcpy(out + n, r.content, r.clen);
-			n += r.clen;
-		}
-		pos += r.size;
+		to = r.type == FCGI_PARAMS ? params :
+		    r.type == FCGI_STDIN ? body : NULL;
+		if (to == NULL || r.clen > to->max - to->n)
+			continue;
+		if (r.clen == 1)
+			to->out[to->n] = r.content[0];
+		else
+			memcpy(to->out + to->n, r.content, r.clen);
+		to->n += r.clen;
 	}
-	return n;
 }
 
 /*
@@ -513,10 +530,11 @@ void
 fcgi_params_gather(const unsigned char *p, const struct fcgi_scan *s,
     struct fcgi_params *ps)
 {
-	unsigned char *text = (unsigned char *)ps->text;
+	struct fcgi_sink params = { (unsigned char *)ps->text,
+	    s->params_len, 0 };
 
-	(void)fcgi_params_decode(ps, text, fcgi_stream_copy(p, s,
-	    FCGI_PARAMS, text, s->params_len));
+	fcgi_streams_copy(p, s, &params, NULL);
+	(void)fcgi_params_decode(ps, params.out, params.n);
 }
 
 const struct fcgi_param *
@@ -534,12 +552,16 @@ void
 fcgi_request_gather(const unsigned char *p, const struct fcgi_scan *s,
     struct fcgi_request *fr)
 {
+	struct fcgi_sink params = { (unsigned char *)fr->params.text,
+	    s->params_len, 0 };
+	struct fcgi_sink body = { (unsigned char *)fr->body, s->stdin_len, 0 };
+
 	fr->id = s->id;
 	fr->keep_conn = s->keep_conn;
 	fr->body_too_large = 0;
-	fcgi_params_gather(p, s, &fr->params);
-	fr->body_len = fcgi_stream_copy(p, s, FCGI_STDIN,
-	    (unsigned char *)fr->body, s->stdin_len);
+	fcgi_streams_copy(p, s, &params, &body);
+	(void)fcgi_params_decode(&fr->params, params.out, params.n);
+	fr->body_len = body.n;
 	fr->body[fr->body_len] = '\0';
 }
 
