@@ -286,18 +286,24 @@ def run_frozen_at_start(st, kind):
     st.stop_cfpm(c)
 
 
+def second_host(st, sub):
+    """A second seeded cluster B beside the stack's A, and the two-host
+    conninfo that lists A first: (A, B, conninfo)."""
+    b = ct.Cluster(os.path.join(st.dir, sub))
+    b.init()
+    b.start()
+    b.seed(ct.SEED_ROWS)
+    a = st.pg
+    return a, b, "host=%s,%s port=%d,%d dbname=events user=postgres" % (
+        a.sockdir, b.sockdir, a.port, b.port)
+
+
 def run_multi_host(st, kind):
     """Case 3: host A (the stack's cluster) frozen, host B live."""
     tap = st.tap
     name = "multi-host, first host frozen"
     tap.diag("-- %s" % name)
-    b = ct.Cluster(os.path.join(st.dir, "b"))
-    b.init()
-    b.start()
-    b.seed(ct.SEED_ROWS)
-    a = st.pg
-    conninfo = "host=%s,%s port=%d,%d dbname=events user=postgres" % (
-        a.sockdir, b.sockdir, a.port, b.port)
+    a, b, conninfo = second_host(st, "b")
     c = st.start_cfpm({"db.conninfo": conninfo, "db.timeout": DB_TIMEOUT_S},
                       n=POOL)
     before = pool_of(c)
@@ -343,15 +349,9 @@ def run_unproven_host(st):
     tap = st.tap
     name = "a host back from an outage"
     tap.diag("-- %s" % name)
-    b = ct.Cluster(os.path.join(st.dir, "b4"))
-    b.init()
-    b.start()
-    b.seed(ct.SEED_ROWS)
+    a, b, conninfo = second_host(st, "b4")
     # B's ids far past any of A's: an id acknowledged there is not on A.
     b.psql("ALTER TABLE events ALTER COLUMN id RESTART WITH 1000000000")
-    a = st.pg
-    conninfo = "host=%s,%s port=%d,%d dbname=events user=postgres" % (
-        a.sockdir, b.sockdir, a.port, b.port)
     # db.timeout is also how long a miss stays untrusted: room for the steps.
     c = st.start_cfpm({"db.conninfo": conninfo, "db.timeout": 30}, n=1)
     token = st.tokens["valid"]
