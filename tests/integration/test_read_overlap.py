@@ -12,7 +12,8 @@ statements each server ran) and a real nginx, one worker:
    web server in between), never a row; each costs exactly one SELECT
    (what the docs promise, no more); the worker's connection is the same
    backend throughout (the result was read and discarded, the link kept),
-   and the next valid GET and POST are right.
+   and the next valid GET and POST are right. The same with
+   auth.errors = compat, where a scope failure is a 401 too.
 2. Tokens that fail a cheaper check (expired, not yet valid, no read
    scope, wrong issuer, wrong audience, unknown kid, alg none, bad
    structure), forged or not, and a bad id with a good token: their
@@ -151,6 +152,30 @@ def check_forged(st, pg, other_keys, own_id, other_id):
            "and its row reads back", "got %d %r" % (r.status, r.body))
 
 
+def check_compat(st, pg, other_keys, own_id):
+    """Case 1 under auth.errors = compat: every forged token, and a
+    genuine one without the read scope, gets the one compat 401."""
+    tap = st.tap
+    c = st.start_cfpm({"pm.max_children": 1, "auth.errors": "compat"})
+    path = "/events/%d" % own_id
+    reference = fcgi_get(st, path, "not.a.token")
+    tap.ok(reference[0] == 401 and b"invalid_token" in reference[2],
+           "compat: an invalid token's reply: 401 invalid_token")
+    tokens = dict(forged_tokens(st, other_keys),
+                  **{"no read scope (genuine)": st.tokens["writeonly"]})
+    for name, tok in tokens.items():
+        before = reads_run(pg)
+        got = fcgi_get(st, path, tok)
+        tap.ok(got == reference, "compat, %s: the same reply, byte for "
+               "byte" % name, "got %r" % (got,))
+        sent = 0 if "genuine" in name else 1
+        tap.is_(reads_run(pg) - before, sent, "compat, %s: %d SELECT" %
+                (name, sent))
+    tap.is_(st.get(path, st.tokens["valid"]).status, 200,
+            "compat: then a valid GET 200")
+    st.stop_cfpm(c)
+
+
 def check_cheap(st, pg, other_keys, own_id):
     """Case 2."""
     tap = st.tap
@@ -287,6 +312,7 @@ def body(tap):
         check_cheap(st, st.pg, forger, 1)
         check_frozen(st, 1)
         st.stop_cfpm(c)
+        check_compat(st, st.pg, forger, 1)
         check_standby(st, forger)
 
 
