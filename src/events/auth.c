@@ -97,21 +97,52 @@ auth_scope_has(const char *scope, const char *word)
 	return 0;
 }
 
+int
+auth_check_begin(const struct auth *a, const char *header, const char *scope,
+    int64_t now, struct jwt_claims *claims, struct auth_pending *p)
+{
+	const char *tok = NULL;
+	size_t len = 0;
+
+	memset(claims, 0, sizeof(*claims));
+	p->why = JWT_OK;
+	p->sign = 0;
+	if ((p->res = auth_bearer(header, &tok, &len)) != AUTH_OK)
+		return 0;
+	if (jwt_verify_begin(a->keys, &a->policy, tok, len, now, claims,
+	    &p->jwt, &p->why) == -1) {
+		p->res = AUTH_INVALID_TOKEN;
+		return 0;
+	}
+	p->sign = 1;
+	if (p->why != JWT_OK)
+		p->res = AUTH_INVALID_TOKEN;
+	/* A missing scope claim is a scope problem, not a bad token. */
+	else if (!claims->has_scope || !auth_scope_has(claims->scope, scope))
+		p->res = AUTH_INSUFFICIENT_SCOPE;
+	return p->res == AUTH_OK;
+}
+
+enum auth_result
+auth_check_end(const struct auth *a, const struct auth_pending *p,
+    struct jwt_claims *claims, enum jwt_err *why)
+{
+	*why = p->why;
+	if (!p->sign)
+		return p->res;
+	/* The signature first: a forged token is an invalid one, whatever
+	 * its claims and scope say. */
+	if (jwt_verify_end(a->keys, &p->jwt, claims, why) == -1)
+		return AUTH_INVALID_TOKEN;
+	return p->res;
+}
+
 enum auth_result
 auth_check(const struct auth *a, const char *header, const char *scope,
     int64_t now, struct jwt_claims *claims, enum jwt_err *why)
 {
-	enum auth_result res;
-	const char *tok = NULL;
-	size_t len = 0;
+	struct auth_pending p;
 
-	*why = JWT_OK;
-	if ((res = auth_bearer(header, &tok, &len)) != AUTH_OK)
-		return res;
-	if (jwt_verify(a->keys, &a->policy, tok, len, now, claims, why) == -1)
-		return AUTH_INVALID_TOKEN;
-	/* A missing scope claim is a scope problem, not a bad token. */
-	if (!claims->has_scope || !auth_scope_has(claims->scope, scope))
-		return AUTH_INSUFFICIENT_SCOPE;
-	return AUTH_OK;
+	(void)auth_check_begin(a, header, scope, now, claims, &p);
+	return auth_check_end(a, &p, claims, why);
 }

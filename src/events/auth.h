@@ -63,4 +63,31 @@ enum auth_result auth_check(const struct auth *a, const char *header,
     const char *scope, int64_t now, struct jwt_claims *claims,
     enum jwt_err *why);
 
+/* An auth_check between its two parts (auth_check_begin, _end). */
+struct auth_pending {
+	enum auth_result	 res;	/* the verdict, if the signature
+					   verifies (or needs no check) */
+	enum jwt_err		 why;	/* with it */
+	int			 sign;	/* 1: the signature decides first */
+	struct jwt_pending	 jwt;
+};
+
+/*
+ * auth_check in two parts, for a caller that works while the signature
+ * is checked: the first runs every check but the signature (bearer,
+ * format, header, key, claims, scope) and returns 1 when they all
+ * passed: claims is filled but NOT verified, so whatever the caller
+ * derives from them reaches the requester only if auth_check_end says
+ * AUTH_OK; 0 when one failed (the verdict will be a failure: nothing is
+ * worth starting). Either way, auth_check_end() gives auth_check's
+ * verdict, the same in every case, with p (header's token is borrowed
+ * until then).
+ */
+int auth_check_begin(const struct auth *a, const char *header,
+    const char *scope, int64_t now, struct jwt_claims *claims,
+    struct auth_pending *p);
+enum auth_result auth_check_end(const struct auth *a,
+    const struct auth_pending *p, struct jwt_claims *claims,
+    enum jwt_err *why);
+
 #endif

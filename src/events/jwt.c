@@ -2,12 +2,17 @@
  * jwt.c: RS256 JSON Web Token verification (PURE; runs in the workers via
  * auth.c).
  *
- * The order is fixed: split and strict base64url decode, header (alg
- * allow-list, crit, typ, kid), key choice by kid, RS256 signature, and only
- * then the claims. Nothing in the claims is looked at before the signature
- * verified. The key set, the kid choice and the signature primitive are
- * jwk.c's (which holds every OpenSSL object); no I/O, no logging, no
- * globals.
+ * The verdict's order is fixed: split and strict base64url decode, header
+ * (alg allow-list, crit, typ, kid), key choice by kid, RS256 signature,
+ * and only then the claims: a token whose signature does not verify is
+ * JWT_ESIG whatever its claims say. The checks themselves run the claims
+ * before the signature (jwt_verify_begin, jwt_verify_end), so that a
+ * caller can start work on a token that passed everything else while the
+ * signature is checked; the claims are parsed by the same checker as the
+ * unverified header, and nothing read from them is trusted until the
+ * signature verified. The key set, the kid choice and the signature
+ * primitive are jwk.c's (which holds every OpenSSL object); no I/O, no
+ * logging, no globals.
  */
 #include "events/jwt.h"
 
@@ -19,20 +24,19 @@
 #include "util/jscan.h"
 
 /* A decoded segment never exceeds this: the whole token is <= JWT_MAX_LEN. */
-#define JWT_SEG_MAX	BASE64URL_DECODED_MAX(JWT_MAX_LEN)
+#define JWT_SEG_MAX	JWT_MAX_SIG
 
 _Static_assert(JWT_MAX_DEPTH <= JCHECK_MAX_DEPTH,
     "jcheck can nest as deep as a token may");
 
-/* A token split at its dots and decoded; signed_part is borrowed. The
- * JSON checker's workspace serves the header and then the claims. */
+/* A token split at its dots and decoded; the signed part and the
+ * signature go to the caller's jwt_pending. The JSON checker's workspace
+ * serves the header and then the claims. */
 struct jwt_token {
-	const char	*signed_part;		/* "<header>.<payload>" */
-	size_t		 signed_len;
-	size_t		 hdrlen, paylen, siglen;
+	struct jwt_pending *p;
+	size_t		 hdrlen, paylen;
 	unsigned char	 hdr[JWT_SEG_MAX];
 	unsigned char	 pay[JWT_SEG_MAX];
-	unsigned char	 sig[JWT_SEG_MAX];
 	struct jcheck_key keys[JCHECK_KEYS_MAX(JWT_SEG_MAX)];
 	char		 scratch[JCHECK_SCRATCH_MAX(JWT_SEG_MAX)];
 };
@@ -191,11 +195,11 @@ token_split(const char *tok, size_t len, struct jwt_token *t)
 	if (seg_decode(tok, (size_t)(d1 - tok), t->hdr, &t->hdrlen) == -1 ||
 	    seg_decode(d1 + 1, (size_t)(d2 - d1 - 1), t->pay,
 	    &t->paylen) == -1 ||
-	    seg_decode(d2 + 1, (size_t)(end - d2 - 1), t->sig,
-	    &t->siglen) == -1)
+	    seg_decode(d2 + 1, (size_t)(end - d2 - 1), t->p->sig,
+	    &t->p->siglen) == -1)
 		return JWT_EFORMAT;
-	t->signed_part = tok;
-	t->signed_len = (size_t)(d2 - tok);
+	t->p->signed_part = tok;
+	t->p->signed_len = (size_t)(d2 - tok);
 	return JWT_OK;
 }
 
@@ -271,11 +275,11 @@ key_choose(const struct jwk_set *ks, const struct jwt_header *h, size_t *idx)
 }
 
 static enum jwt_err
-signature_check(const struct jwk_set *ks, size_t idx,
-    const struct jwt_token *t)
+signature_check(const struct jwk_set *ks, const struct jwt_pending *p)
 {
-	return jwk_rs256_verify(ks, idx, (const unsigned char *)t->signed_part,
-	    t->signed_len, t->sig, t->siglen) == 1 ? JWT_OK : JWT_ESIG;
+	return jwk_rs256_verify(ks, p->key, (const unsigned char *)
+	    p->signed_part, p->signed_len, p->sig, p->siglen) == 1 ? JWT_OK :
+	    JWT_ESIG;
 }
 
 /* Returns 1 and fills d if member k is a NumericDate, else 0. */
@@ -419,7 +423,7 @@ claim_scope(const struct jwt_object *o, struct jwt_claims *c)
 	return JWT_OK;
 }
 
-/* Called only after the signature verified. */
+/* Its verdict counts only once the signature verified (jwt_verify_end). */
 static enum jwt_err
 claims_check(struct jwt_token *t, const struct jwt_policy *p, int64_t now,
     struct jwt_claims *c)
@@ -439,36 +443,65 @@ claims_check(struct jwt_token *t, const struct jwt_policy *p, int64_t now,
 	return claim_scope(&o, c);
 }
 
+/* A rejected token leaves nothing behind that looks like claims. */
+static int
+jwt_reject(struct jwt_claims *claims, enum jwt_err e, enum jwt_err *err)
+{
+	memset(claims, 0, sizeof(*claims));
+	if (err != NULL)
+		*err = e;
+	return -1;
+}
+
+int
+jwt_verify_begin(const struct jwk_set *ks, const struct jwt_policy *policy,
+    const char *token, size_t len, int64_t now, struct jwt_claims *claims,
+    struct jwt_pending *p, enum jwt_err *err)
+{
+	struct jwt_token t;
+	struct jwt_header h;
+	enum jwt_err e;
+
+	memset(claims, 0, sizeof(*claims));
+	t.p = p;
+	p->key = 0;
+	if ((e = token_split(token, len, &t)) != JWT_OK ||
+	    (e = header_check(&t, policy->typ_mode, &h)) != JWT_OK ||
+	    (e = key_choose(ks, &h, &p->key)) != JWT_OK)
+		return jwt_reject(claims, e, err);
+	/* Told only if the signature verifies: it comes first. */
+	if ((p->claims = claims_check(&t, policy, now, claims)) != JWT_OK)
+		memset(claims, 0, sizeof(*claims));
+	if (err != NULL)
+		*err = p->claims;
+	return 0;
+}
+
+int
+jwt_verify_end(const struct jwk_set *ks, const struct jwt_pending *p,
+    struct jwt_claims *claims, enum jwt_err *err)
+{
+	enum jwt_err e;
+
+	if ((e = signature_check(ks, p)) != JWT_OK ||
+	    (e = p->claims) != JWT_OK)
+		return jwt_reject(claims, e, err);
+	if (err != NULL)
+		*err = JWT_OK;
+	return 0;
+}
+
 int
 jwt_verify(const struct jwk_set *ks, const struct jwt_policy *policy,
     const char *token, size_t len, int64_t now, struct jwt_claims *claims,
     enum jwt_err *err)
 {
-	struct jwt_token t;
-	struct jwt_header h;
-	size_t key = 0;
-	enum jwt_err e;
+	struct jwt_pending p;
 
-	memset(claims, 0, sizeof(*claims));
-	if ((e = token_split(token, len, &t)) != JWT_OK)
-		goto fail;
-	if ((e = header_check(&t, policy->typ_mode, &h)) != JWT_OK)
-		goto fail;
-	if ((e = key_choose(ks, &h, &key)) != JWT_OK)
-		goto fail;
-	if ((e = signature_check(ks, key, &t)) != JWT_OK)
-		goto fail;
-	if ((e = claims_check(&t, policy, now, claims)) != JWT_OK)
-		goto fail;
-	if (err != NULL)
-		*err = JWT_OK;
-	return 0;
-fail:
-	/* A rejected token leaves nothing behind that looks like claims. */
-	memset(claims, 0, sizeof(*claims));
-	if (err != NULL)
-		*err = e;
-	return -1;
+	if (jwt_verify_begin(ks, policy, token, len, now, claims, &p,
+	    err) == -1)
+		return -1;
+	return jwt_verify_end(ks, &p, claims, err);
 }
 
 const char *

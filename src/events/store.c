@@ -53,7 +53,7 @@ store_decode(const struct db_result *res, struct store_event *ev)
 
 enum db_status
 store_read_event(struct db *db, int64_t id, const char *subject,
-    struct store_event *ev)
+    struct store_event *ev, db_during_fn *during, void *arg)
 {
 	const struct db_statement *st = &store_statements[STORE_READ];
 	uint64_t id_be = htobe64((uint64_t)id);
@@ -64,7 +64,8 @@ store_read_event(struct db *db, int64_t id, const char *subject,
 	enum db_status rc;
 
 	memset(ev, 0, sizeof(*ev));
-	if ((rc = db_exec(db, st, values, lengths, formats, &res)) != DB_OK)
+	if ((rc = db_exec_during(db, st, values, lengths, formats, during, arg,
+	    &res)) != DB_OK)
 		return rc;
 	if (db_result_rows(res) == 0)
 		rc = DB_NOT_FOUND;

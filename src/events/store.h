@@ -30,14 +30,17 @@ struct store_event {
 };
 
 /*
- * SELECT the row with this id and subject. DB_OK fills ev (release it);
- * DB_NOT_FOUND; DB_UNAVAILABLE when there is no connection or the
- * exchange did not complete cleanly (never a row from a partial one);
- * DB_CANCELED, DB_INVALID or DB_ERROR when the server refused it (or the
- * row did not have the expected shape).
+ * SELECT the row with this id and subject, with during(arg) run while
+ * it is under way (db_exec_during; NULL: none). DB_OK fills ev (release
+ * it); DB_NOT_FOUND; DB_UNAVAILABLE when there is no connection or the
+ * exchange did not complete cleanly (never a row from a partial one), or
+ * when during said the row is not wanted; DB_CANCELED, DB_INVALID or
+ * DB_ERROR when the server refused it (or the row did not have the
+ * expected shape). ev is empty (releasing it is harmless) unless DB_OK.
  */
 enum db_status store_read_event(struct db *db, int64_t id,
-    const char *subject, struct store_event *ev);
+    const char *subject, struct store_event *ev, db_during_fn *during,
+    void *arg);
 
 /* Frees the result behind ev. */
 void store_event_release(struct store_event *ev);

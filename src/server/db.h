@@ -134,6 +134,30 @@ enum db_status db_exec(struct db *db, const struct db_statement *st,
     const char *const *values, const int *lengths, const int *formats,
     struct db_result **out);
 
+/*
+ * The caller's work while a statement is under way (db_exec_during):
+ * 0, or nonzero when it no longer wants the statement's result.
+ */
+typedef int db_during_fn(void *arg);
+
+/*
+ * db_exec, with during(arg) run exactly once: as soon as the statement
+ * is sent, while the server works on it (or, when nothing could be
+ * sent, before the return), so that the caller's work and the round
+ * trip overlap. Everything else is db_exec's, the deadline (db.timeout
+ * from the call, during's time included) and the read connection's
+ * rules too. If during returns nonzero, the statement in flight is read
+ * to its end all the same (within the deadline: the connection stays
+ * usable, and is dropped only as db_exec would drop it) and its result
+ * discarded: DB_UNAVAILABLE, *out NULL, and no statement runs after it
+ * (no retry on the main connection). A statement that is not read_only
+ * is never sent before during returned (no overlap), and not at all if
+ * it returned nonzero.
+ */
+enum db_status db_exec_during(struct db *db, const struct db_statement *st,
+    const char *const *values, const int *lengths, const int *formats,
+    db_during_fn *during, void *arg, struct db_result **out);
+
 /* Records that st's result was not what the application expects (why,
  * for db_last_error) and returns DB_ERROR. */
 enum db_status db_result_error(struct db *db, const struct db_statement *st,

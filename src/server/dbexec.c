@@ -33,6 +33,22 @@
 #define DB_PG_EPOCH_US	(INT64_C(946684800) * 1000000)
 #define DB_JSONB_VERSION 1	/* first byte of a binary jsonb value */
 
+/*
+ * One db_exec_during: the statement and its parameters (libpq's
+ * conventions), its deadline, and the caller's work to run once while
+ * it is under way.
+ */
+struct db_call {
+	const struct db_statement *st;
+	const char *const *values;
+	const int	*lengths;
+	const int	*formats;
+	int64_t		 deadline_us;
+	db_during_fn	*during;	/* NULL once it ran */
+	void		*arg;
+	int		 unwanted;	/* during said the result is not */
+};
+
 /* What becomes of a connection whose statement's outcome is unknown. */
 enum db_after {
 	DB_AFTER_LOST,		/* dropped: the server failed (an outage) */
@@ -241,18 +257,31 @@ db_link_ready(struct db_link *l, int64_t deadline_us)
 	return db_link_drive(l, deadline_us);
 }
 
+/* The caller's work, once: the first time the call gets here. */
+static void
+db_during(struct db_call *c)
+{
+	db_during_fn *fn = c->during;
+
+	if (fn == NULL)
+		return;
+	c->during = NULL;
+	c->unwanted = fn(c->arg) != 0;
+}
+
 /*
- * PQsendQueryPrepared on link l with binary results, the wait above
- * (until deadline_us) and the commit discipline: DB_OK with *out
- * (PGRES_TUPLES_OK, the caller clears it) only when the exchange is known
- * to have succeeded, else the status and *out NULL.
+ * PQsendQueryPrepared on link l with binary results, the caller's work
+ * while the server runs it, the wait above (until the call's deadline)
+ * and the commit discipline: DB_OK with *out (PGRES_TUPLES_OK, the caller
+ * clears it) only when the exchange is known to have succeeded, else the
+ * status and *out NULL. libpq sends the statement before it returns (a
+ * non-blocking flush), so the server works while the caller does.
  */
 static enum db_status
-db_run(struct db_link *l, const struct db_statement *st,
-    const char *const *values, const int *lengths, const int *formats,
-    int64_t deadline_us, PGresult **out)
+db_run(struct db_link *l, struct db_call *c, PGresult **out)
 {
 	char later[DB_MAX_ERROR] = "", what[64];
+	const struct db_statement *st = c->st;
 	struct db *db = l->db;
 	PGresult *first;
 	int extra, link_ok;
@@ -261,12 +290,14 @@ db_run(struct db_link *l, const struct db_statement *st,
 
 	*out = NULL;
 	db->warned = 0;
-	if (!PQsendQueryPrepared(l->conn, st->name, st->nparams, values,
-	    lengths, formats, 1))
+	if (!PQsendQueryPrepared(l->conn, st->name, st->nparams, c->values,
+	    c->lengths, c->formats, 1))
 		return db_unknown_outcome(l, st->what,
 		    PQerrorMessage(l->conn), DB_AFTER_LOST);
 	db->in_statement = 1;
-	w = db_collect(l, deadline_us, &first, &extra, later, sizeof(later));
+	db_during(c);
+	w = db_collect(l, c->deadline_us, &first, &extra, later,
+	    sizeof(later));
 	db->in_statement = 0;
 	if (w != DB_WAIT_READY) {
 		PQclear(first);
@@ -301,19 +332,20 @@ db_run(struct db_link *l, const struct db_statement *st,
  * not wait for it), it failed (a read is safe to repeat) or it found no
  * row (the row may be a write it has not replayed yet: the primary
  * decides a 404, so an acknowledged write is never one). Not once the
- * request gave up (its client, an interrupt, the deadline).
+ * request gave up (its client, an interrupt, the deadline) or the
+ * caller no longer wants the result.
  */
 static int
-db_read_here(struct db *db, const struct db_statement *st,
-    const char *const *values, const int *lengths, const int *formats,
-    int64_t deadline_us, PGresult **out, enum db_status *rc)
+db_read_here(struct db *db, struct db_call *c, PGresult **out,
+    enum db_status *rc)
 {
-	if (!db->has_read || !st->read_only ||
-	    !db_link_up_now(&db->read, deadline_us))
+	if (!db->has_read || !c->st->read_only ||
+	    !db_link_up_now(&db->read, c->deadline_us))
 		return 0;
-	*rc = db_run(&db->read, st, values, lengths, formats, deadline_us,
-	    out);
-	if (*rc == DB_UNAVAILABLE && !db_given_up(db, deadline_us))
+	*rc = db_run(&db->read, c, out);
+	if (c->unwanted)
+		return 1;
+	if (*rc == DB_UNAVAILABLE && !db_given_up(db, c->deadline_us))
 		return 0;
 	if (*rc == DB_OK && PQntuples(*out) == 0) {
 		PQclear(*out);
@@ -401,26 +433,54 @@ db_pg(const struct db_result *res)
 	return (const PGresult *)(const void *)res;
 }
 
+/* The statement on the read connection, else on the main one (see
+ * db_exec). */
+static enum db_status
+db_call_run(struct db *db, struct db_call *c, PGresult **res)
+{
+	enum db_status rc;
+
+	if (db_read_here(db, c, res, &rc))
+		return rc;
+	if (!db_link_ready(&db->write, c->deadline_us))
+		return DB_UNAVAILABLE;
+	return db_miss_trusted(&db->write, c->st, res, db_run(&db->write, c,
+	    res));
+}
+
+enum db_status
+db_exec_during(struct db *db, const struct db_statement *st,
+    const char *const *values, const int *lengths, const int *formats,
+    db_during_fn *during, void *arg, struct db_result **out)
+{
+	struct db_call c = { st, values, lengths, formats, clock_now_us() +
+	    (int64_t)db->timeout_ms * 1000, during, arg, 0 };
+	PGresult *res = NULL;
+	enum db_status rc;
+
+	db->wait_ms = db->timeout_ms;
+	/* A write is never sent before the caller's work is done: that work
+	 * may be what decides it must not run (a token's signature). */
+	if (!st->read_only)
+		db_during(&c);
+	rc = c.unwanted ? DB_UNAVAILABLE : db_call_run(db, &c, &res);
+	db_during(&c);		/* nothing was sent: it runs all the same */
+	if (c.unwanted) {	/* read to its end: the link is kept */
+		PQclear(res);
+		res = NULL;
+		rc = DB_UNAVAILABLE;
+	}
+	*out = (struct db_result *)(void *)res;
+	return rc;
+}
+
 enum db_status
 db_exec(struct db *db, const struct db_statement *st,
     const char *const *values, const int *lengths, const int *formats,
     struct db_result **out)
 {
-	int64_t deadline_us = clock_now_us() + (int64_t)db->timeout_ms * 1000;
-	PGresult *res = NULL;
-	enum db_status rc;
-
-	*out = NULL;
-	db->wait_ms = db->timeout_ms;
-	if (!db_read_here(db, st, values, lengths, formats, deadline_us, &res,
-	    &rc)) {
-		if (!db_link_ready(&db->write, deadline_us))
-			return DB_UNAVAILABLE;
-		rc = db_miss_trusted(&db->write, st, &res, db_run(&db->write,
-		    st, values, lengths, formats, deadline_us, &res));
-	}
-	*out = (struct db_result *)(void *)res;
-	return rc;
+	return db_exec_during(db, st, values, lengths, formats, NULL, NULL,
+	    out);
 }
 
 enum db_status

@@ -382,6 +382,66 @@ test_goldens(void)
 	}
 }
 
+/* 1 if e is a verdict given before the signature is checked. */
+static int
+before_signature(enum jwt_err e)
+{
+	return e == JWT_ETOOLONG || e == JWT_EFORMAT || e == JWT_EHEADER ||
+	    e == JWT_EALG || e == JWT_ECRIT || e == JWT_ETYP || e == JWT_EKID;
+}
+
+/*
+ * jwt_verify_begin + jwt_verify_end on every golden: the same verdict
+ * as jwt_verify; begin refuses only what needs no signature, says
+ * "all but the signature passed" (JWT_OK, claims filled) only for a
+ * token that is valid or forged, and otherwise names the claims'
+ * failure that end gives unless the signature fails first.
+ */
+static void
+test_goldens_split(void)
+{
+	const struct gcase *g;
+	struct jwt_policy p;
+	struct jwt_pending pend;
+	struct jwt_claims c;
+	enum jwt_err early, e;
+	size_t i, len;
+	char *tok;
+	int rc, ok_phase;
+
+	for (i = 0; i < sizeof(gcases) / sizeof(gcases[0]); i++) {
+		g = &gcases[i];
+		if ((tok = token_read(g->file, &len)) == NULL)
+			continue;	/* test_goldens reports it */
+		p.issuer = ISSUER;
+		p.audience = AUDIENCE;
+		p.leeway = g->leeway;
+		p.typ_mode = g->typ;
+		early = e = (enum jwt_err)-1;
+		rc = jwt_verify_begin(keysets[g->ks], &p, tok, len, g->now, &c,
+		    &pend, &early);
+		if (rc == -1)
+			ok_phase = before_signature(early) && early == g->want;
+		else if (early == JWT_OK)
+			ok_phase = c.sub[0] != '\0' && (g->want == JWT_OK ||
+			    g->want == JWT_ESIG);
+		else
+			ok_phase = !before_signature(early) && c.sub[0] == '\0' &&
+			    (g->want == early || g->want == JWT_ESIG);
+		if (rc == 0)
+			rc = jwt_verify_end(keysets[g->ks], &pend, &c, &e);
+		else
+			e = early;
+		if (!ok(ok_phase && e == g->want && rc == (g->want == JWT_OK ?
+		    0 : -1) && (rc == 0 || c.sub[0] == '\0'), "split: %s [%s, "
+		    "now %lld]: %s", g->file, ks_names[g->ks],
+		    (long long)g->now, err_name(g->want)))
+			printf("#   got begin %s, end %s (rc %d)\n",
+			    err_name(early), err_name(e), rc);
+		free(tok);
+	}
+}
+
 static void
 test_claims_out(void)
 {
@@ -1021,6 +1081,7 @@ main(void)
 	}
 
 	test_goldens();
+	test_goldens_split();
 	test_claims_out();
 	test_golden_variants();
 	test_hs256_golden();
