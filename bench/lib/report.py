@@ -395,13 +395,7 @@ def _conn_cells(r, sc, by_role):
             _n(sc.get("syscalls_nginx"), "{:.1f}"),
             _n(sc.get("accepts_per_req"), "{:.3f}"),
             _n(sc.get("connects_per_req"), "{:.3f}"),
-            _n(sc.get("kept_share") if r["candidate"] in FASTCGI else None,
-               "{:.1%}")]
-
-
-# Candidates whose server accepts nginx's FastCGI connections: the kept
-# share means something for them alone.
-FASTCGI = ("cfpm", "cfpm-nokeep", "php-fpm", "php-fpm-tuned")
+            _n(sc.get("kept_share"), "{:.1%}")]
 
 
 def _conn_table(cells, at_load):
@@ -607,7 +601,9 @@ def markdown(s):
              "perf stat's syscall tracepoints in the warm-up at the same "
              "load (tracing slows every system call, so never in the "
              "window); kept share = 1 − accepts per request: the requests "
-             "nginx sent on a FastCGI connection it had kept.\n\n",
+             "that came on a connection already open (nginx's kept "
+             "FastCGI or upstream connection; for a server measured "
+             "directly, the client's).\n\n",
              _conn_table(cand, s["planning"].get("at_load") or []),
              "\n## Reads and writes apart (open loop)\n\n",
              _apart_table((s.get("apart") or {}).get("rows") or []),

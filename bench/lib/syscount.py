@@ -16,10 +16,11 @@ Two figures per repetition or open-loop point:
   role. Enabling syscall tracepoints puts every system call of the
   traced processes on the kernel's slow path (measured here: +0.1 to
   +0.3 µs per call), which would show in the CPU figures, so they are
-  counted in the warm-up and never in the measured window. For a
-  FastCGI candidate, the server's accepts per request say how many
-  requests came on a new connection: 1 - that is the kept share (the
-  requests nginx sent on a connection it had kept).
+  counted in the warm-up and never in the measured window. The server's
+  accepts per request say how many requests came on a new connection:
+  1 - that is the kept share (the requests that came on a connection
+  already open: nginx's kept FastCGI or upstream connection, or for a
+  server measured directly the client's own).
 """
 
 import os
