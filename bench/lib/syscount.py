@@ -27,7 +27,7 @@ import os
 import signal
 import subprocess
 
-from harness import proc
+from harness import proc, procfs
 
 from . import profile
 
@@ -68,15 +68,7 @@ def _oncpu_ns(pid):
 
 def cpu_snapshot(pids):
     """{pid: (role, ns on CPU)} of pids, now."""
-    return {p: (profile.role(_comm(p)), _oncpu_ns(p)) for p in pids}
-
-
-def _comm(pid):
-    try:
-        with open("/proc/%d/comm" % pid) as f:
-            return f.read().strip()
-    except OSError:
-        return ""
+    return {p: (profile.role(procfs.comm(p)), _oncpu_ns(p)) for p in pids}
 
 
 def cpu_split(before, after):
