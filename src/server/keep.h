@@ -99,9 +99,9 @@
  * backlog for an idle worker that has not run yet, and at 80 % of the
  * ceiling 22 % of replies ended their connection, where keeping under a
  * backlog (the first candidate) kept 99.4 % with 2 requests in 43,609
- * racing a release. Releasing only when no other worker is idle would
- * keep most of those; it is not done (the race it accepts would need
- * its own tests).
+ * racing a release. A rule that releases only when no other worker is
+ * idle could keep most of them; it is neither built nor measured (the
+ * race it accepts would need its own tests).
  *
  * Fairness. Woken with both its kept connection and the listen socket
  * ready, a worker serves its connection (nobody else can) and passes the
