@@ -33,6 +33,7 @@ generator or its calibration could not keep the schedule, "errors"
 otherwise.
 """
 
+import functools
 import os
 import statistics
 import time
@@ -120,14 +121,10 @@ def _count_finish(counter, why, totals):
     return syscount.per_request(counts, totals["ok_2xx"])
 
 
-_COUNTING = []
-
-
+@functools.lru_cache(maxsize=1)
 def counting():
     """None if system calls can be counted here (asked once), else why."""
-    if not _COUNTING:
-        _COUNTING.append(syscount.available())
-    return _COUNTING[0]
+    return syscount.available()
 
 
 def drive(gens, port, seconds, groups=None, rss_group=None, cpus=(),
