@@ -6,6 +6,8 @@ cgroup and CPU set, so its CPU accounting covers the whole server side.
 
 Candidates (same contract, same run):
   cfpm          nginx (etc/nginx/cfpm.conf) + cfpm, pm.max_children = pool
+  cfpm-nokeep   the same with nginx's FastCGI keep-conn off: a connection
+                per request (what kept connections save, at each load)
   php-fpm       nginx + php-fpm8.2, pm = static, max_children = pool,
                 SPKI PEM key string per request (the public method)
   php-fpm-tuned the same with what a careful PHP team does: the key's
@@ -185,6 +187,7 @@ class Candidate:
 
 class Cfpm(Candidate):
     name = "cfpm"
+    keep_conn = None            # nginx's FastCGI keep-conn as shipped (on)
 
     def prepare(self):
         for b in ("cfpm", "cfpm-token"):
@@ -217,8 +220,22 @@ class Cfpm(Candidate):
         self._wait_socket(sock, p, os.path.join(cell.dir, "cfpm-error.log"))
         port = proc.free_port()
         self._front(cell, nginx.cfpm_site("unix:" + sock, port,
+                                          keep_conn=self.keep_conn,
                                           srcdir=self.run.srcdir,
                                           listen_options=True), port)
+
+
+class CfpmNoKeep(Cfpm):
+    """cfpm with nginx's FastCGI keep-conn off (and no upstream
+    keepalive): a connection per request at every load, so the difference
+    to cfpm at the same rate is what kept connections save there."""
+    name = "cfpm-nokeep"
+    keep_conn = 0
+
+    def describe(self):
+        return dict(Candidate.describe(self), what="cfpm behind its shipped "
+                    "nginx site with fastcgi_keep_conn off and no upstream "
+                    "keepalive (a connection per request)")
 
 
 class PhpFpm(Candidate):
@@ -499,6 +516,6 @@ class NginxStatic(Candidate):
                     "return 200 {\"ok\":true}")
 
 
-CANDIDATES = {c.name: c for c in (Cfpm, PhpFpm, PhpFpmTuned, Go, GoNginx,
-                                  Go119, Node)}
+CANDIDATES = {c.name: c for c in (Cfpm, CfpmNoKeep, PhpFpm, PhpFpmTuned,
+                                  Go, GoNginx, Go119, Node)}
 REFERENCES = {c.name: c for c in (CfpmHello, Hello, NginxStatic)}

@@ -7,7 +7,11 @@ CPU counters (candidate group, DB group, load group, /proc/stat of the
 candidate CPUs) are read immediately before the generators start and
 immediately after both have exited, so the window covers exactly the
 measured requests. Resident memory of the candidate's processes is
-sampled about once a second during the window.
+sampled about once a second during the window. The window's CPU is also
+split between nginx and the server (syscount.py: each process's own
+time), and the warm-up before it, at the same load, counts system calls,
+accepts and connects per request (syscount.py: counting them slows every
+system call, so never in the window).
 
 A repetition is valid only if: both generators ran, every response was
 2xx, no socket error, at least one 2xx, the gate delivered at least
@@ -29,13 +33,14 @@ generator or its calibration could not keep the schedule, "errors"
 otherwise.
 """
 
+import functools
 import os
 import statistics
 import time
 
 from harness import procfs
 
-from . import hist, load, profile
+from . import hist, load, profile, syscount
 
 GATE_FACTOR = 1.15
 POLL_S = 0.05
@@ -96,13 +101,44 @@ def snapshot(groups, cpus):
             "cpus": procfs.cpu_times(cpus)}
 
 
-def drive(gens, port, seconds, groups=None, rss_group=None, cpus=()):
+def _count_start(group, workdir):
+    """syscount on group's processes, or (None, why not)."""
+    why = counting()
+    if group is None or why:
+        return None, why
+    path = os.path.join(workdir, "perf-stat-%d.txt" % os.getpid())
+    return (syscount.start(group.pids(), path), path), None
+
+
+def _count_finish(counter, why, totals):
+    """The per-request record of a _count_start()ed count."""
+    if counter is None:
+        return {"skipped": why} if why else None
+    try:
+        counts = syscount.finish(*counter)
+    except RuntimeError as e:
+        return {"skipped": str(e)}
+    return syscount.per_request(counts, totals["ok_2xx"])
+
+
+@functools.lru_cache(maxsize=1)
+def counting():
+    """None if system calls can be counted here (asked once), else why."""
+    return syscount.available()
+
+
+def drive(gens, port, seconds, groups=None, rss_group=None, cpus=(),
+          count_group=None, workdir="/tmp"):
     """Runs both generators against port for seconds. Returns the
     generator results plus, over exactly that window, the CPU microseconds
     of each group ({label: group}), busy/steal time of cpus and the RSS
-    peak of rss_group."""
+    peak of rss_group, split by role (nginx, server) over rss_group's
+    processes; with count_group, its system calls, accepts and connects
+    per request ("syscount"; they slow the window down)."""
     groups = groups or {}
     rss = RssTracker(rss_group) if rss_group else None
+    counter, why = _count_start(count_group, workdir)
+    split = syscount.cpu_snapshot(rss_group.pids()) if rss_group else None
     before = snapshot(groups, cpus)
     procs = gens.start(port, seconds)
     next_rss = time.monotonic() + RSS_EVERY_S / 2
@@ -112,15 +148,20 @@ def drive(gens, port, seconds, groups=None, rss_group=None, cpus=()):
             next_rss += RSS_EVERY_S
         time.sleep(POLL_S)
     after = snapshot(groups, cpus)
+    split = split and syscount.cpu_split(split, syscount.cpu_snapshot(
+        list(split)))
     results = gens.finish(procs, timeout=seconds + 30)
     task, irq, steal = (sum(after["cpus"][c][i] - before["cpus"][c][i]
                             for c in cpus) for i in range(3))
-    return {"gens": results, "totals": load.totals(results),
+    totals = load.totals(results)
+    return {"gens": results, "totals": totals,
             "window_s": after["t"] - before["t"],
             "cpu_us": {n: after["groups"][n] - before["groups"][n]
                        for n in before["groups"]},
+            "cpu_split_us": split,
             "cpus_task_us": task, "cpus_irq_us": irq, "cpus_steal_us": steal,
-            "rss": rss.result() if rss else None}
+            "rss": rss.result() if rss else None,
+            "syscount": _count_finish(counter, why, totals)}
 
 
 def sleep_until(t):
@@ -142,16 +183,19 @@ def busy_share(before, after, cpus, seconds):
 
 
 def drive_paced(gens, port, rates, window_s, groups=None, rss_group=None,
-                cpus=(), load_cpus=()):
+                cpus=(), load_cpus=(), count_group=None, workdir="/tmp"):
     """Runs paced generators ({mode: req/s}) against port for a schedule
     of window_s seconds. Returns their results plus, over exactly the
     schedule, the CPU microseconds of each group, busy/steal time of cpus,
-    the busy share of load_cpus and the RSS peak of rss_group."""
+    the busy share of load_cpus and the RSS peak of rss_group, split by
+    role over rss_group's processes; "syscount" as drive()'s."""
     groups = groups or {}
     rss = RssTracker(rss_group) if rss_group else None
+    counter, why = _count_start(count_group, workdir)
     procs, start = gens.start_paced(port, rates, window_s)
     watched = sorted(set(cpus) | set(load_cpus))
     sleep_until(start)
+    split = syscount.cpu_snapshot(rss_group.pids()) if rss_group else None
     before = snapshot(groups, watched)
     next_rss = start + RSS_EVERY_S / 2
     while time.monotonic() < start + window_s:
@@ -161,12 +205,17 @@ def drive_paced(gens, port, rates, window_s, groups=None, rss_group=None,
         time.sleep(min(POLL_S, max(0.0, start + window_s -
                                    time.monotonic())))
     after = snapshot(groups, watched)
+    split = split and syscount.cpu_split(split, syscount.cpu_snapshot(
+        list(split)))
     results = gens.finish_paced(procs, window_s + 60, window_s)
     seconds = after["t"] - before["t"]
     task, irq, steal = (sum(after["cpus"][c][i] - before["cpus"][c][i]
                             for c in cpus) for i in range(3))
-    return {"gens": results, "totals": load.totals(results),
+    totals = load.totals(results)
+    return {"gens": results, "totals": totals,
             "window_s": seconds, "rates": rates,
+            "syscount": _count_finish(counter, why, totals),
+            "cpu_split_us": split,
             "cpu_us": {n: after["groups"][n] - before["groups"][n]
                        for n in before["groups"]},
             "cpus_task_us": task, "cpus_irq_us": irq, "cpus_steal_us": steal,
@@ -257,9 +306,18 @@ def verdict(errors, gen, short, calib):
     return "server" if short else "ok"
 
 
-def open_record(cell, spec, window, calib, load_cpus):
+def _split_per_req(window, n):
+    """The window's CPU µs per request by role (nginx, server)."""
+    split = window.get("cpu_split_us")
+    if not split or not n:
+        return None
+    return {role: us / n for role, us in split.items()}
+
+
+def open_record(cell, spec, window, calib, load_cpus, warm=None):
     """The raw record of one open-loop point. spec: part, mix, rate,
-    rate_spec (as given: "2000" or "50%"), rep, index."""
+    rate_spec (as given: "2000" or "50%"), rep, index; warm: its warm-up
+    (drive_paced's result), whose system calls it reports."""
     errors, gen, short = paced_problems(window, load_cpus)
     if calib is not None and not calib["valid"]:
         gen.append("calibration failed: " + "; ".join(calib["reasons"]))
@@ -287,6 +345,8 @@ def open_record(cell, spec, window, calib, load_cpus):
         "window_s": secs, "cpu_us": cpu,
         "cpu_us_per_req": _per_req(cpu.get("cand"), n),
         "db_cpu_us_per_req": _per_req(cpu.get("db"), n),
+        "cpu_us_per_req_by_role": _split_per_req(window, n),
+        "syscount": (warm or {}).get("syscount"),
         "irq_us_per_req": _per_req(window["cpus_irq_us"], n),
         "cand_cores_used": cpu.get("cand", 0) / 1e6 / secs,
         "db_cores_used": cpu.get("db", 0) / 1e6 / secs,
@@ -312,13 +372,14 @@ def run_open(ctx, cell, spec, window_s):
         calib = calibration_record(drive_paced(
             ctx.gens, cell.probe.port, rates, o.gate,
             groups={"load": ctx.load_group}, load_cpus=loads), loads)
-    drive_paced(ctx.gens, cell.cand.port, rates, o.warmup)
+    warm = drive_paced(ctx.gens, cell.cand.port, rates, o.warmup,
+                       count_group=cell.group, workdir=cell.dir)
     window = drive_paced(ctx.gens, cell.cand.port, rates, window_s,
                          groups={"cand": cell.group, "db": ctx.db_group,
                                  "load": ctx.load_group},
                          rss_group=cell.group, cpus=cell.cpus,
                          load_cpus=loads)
-    return open_record(cell, spec, window, calib, loads)
+    return open_record(cell, spec, window, calib, loads, warm)
 
 
 def _latency(gens):
@@ -392,6 +453,9 @@ def point_record(cell, rep, window, warm, gate, expected_rps,
         "cpu_us": cpu,
         "cpu_us_per_req": _per_req(cand_us, t["ok_2xx"]),
         "db_cpu_us_per_req": _per_req(cpu.get("db"), t["ok_2xx"]),
+        "cpu_us_per_req_by_role": _split_per_req(window, t["ok_2xx"]),
+        # System calls and connections, counted in the warm-up.
+        "syscount": warm.get("syscount"),
         # irq + softirq on the candidate CPUs (not in any cgroup).
         "irq_us_per_req": _per_req(window["cpus_irq_us"], t["ok_2xx"]),
         "cand_cores_used": cand_us / 1e6 / window["window_s"]
@@ -424,7 +488,8 @@ def run_rep(ctx, cell, rep, expected_rps):
     if cell.probe is not None:
         gate = drive(ctx.gens, cell.probe.port, o.gate,
                      groups={"probe": cell.probe_group})
-    warm = drive(ctx.gens, cell.cand.port, o.warmup)
+    warm = drive(ctx.gens, cell.cand.port, o.warmup, count_group=cell.group,
+                 workdir=cell.dir)
     window = drive(ctx.gens, cell.cand.port, o.duration,
                    groups={"cand": cell.group, "db": ctx.db_group,
                            "load": ctx.load_group},

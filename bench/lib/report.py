@@ -386,6 +386,43 @@ def _at_load_table(rows):
     return _table(head, body)
 
 
+def _conn_cells(r, sc, by_role):
+    by_role = by_role or {}
+    sc = sc or {}
+    return [_n(by_role.get("server"), "{:.1f}"),
+            _n(by_role.get("nginx"), "{:.1f}"),
+            _n(sc.get("syscalls_server"), "{:.1f}"),
+            _n(sc.get("syscalls_nginx"), "{:.1f}"),
+            _n(sc.get("accepts_per_req"), "{:.3f}"),
+            _n(sc.get("connects_per_req"), "{:.3f}"),
+            _n(sc.get("kept_share"), "{:.1%}")]
+
+
+def _conn_table(cells, at_load):
+    """Closed-loop cells (saturation) and open-loop cost points: CPU by
+    role, system calls, accepts and connects per request, kept share."""
+    head = ["candidate", "pool", "load", "CPU µs/req", "server µs",
+            "nginx µs", "server syscalls", "nginx syscalls", "accepts",
+            "connects", "kept share"]
+    body = []
+    for r in cells:
+        if r["status"] != "ok":
+            continue
+        body.append([r["candidate"], r["pool"], "saturation (%s req/s)" %
+                     _n(r["throughput_rps"]["median"]),
+                     _n(r["cpu_us_per_req"]["median"], "{:.1f}")] +
+                    _conn_cells(r, r.get("syscount"),
+                                r.get("cpu_us_per_req_by_role")))
+    for r in at_load:
+        if not r["valid"]:
+            continue
+        body.append([r["candidate"], r["pool"], "%s (%s)" % (
+            _n(r["offered_rps"]), r["rate_spec"]),
+            _n(r["cpu_us_per_req"], "{:.1f}")] +
+            _conn_cells(r, r.get("syscount"), r.get("cpu_us_per_req_by_role")))
+    return _table(head, body)
+
+
 def _apart_table(rows):
     return _table(
         ["candidate", "pool", "rate", "CPU µs/GET", "CPU µs/POST",
@@ -555,6 +592,19 @@ def markdown(s):
                  _n(s["run"].get("lowest_ceiling_rps")),
                  openloop.P999_MIN_SAMPLES),
              _at_load_table(s["planning"].get("at_load") or []),
+             "\n### Connections and system calls per request\n\n",
+             "Closed-loop cells (saturation, medians) and the open-loop "
+             "points above. server / nginx µs: the measured window's CPU "
+             "of each process alive at its start (/proc/PID/schedstat), "
+             "by role. System calls (per process role), the server's "
+             "accepts and nginx's connects per request are counted with "
+             "perf stat's syscall tracepoints in the warm-up at the same "
+             "load (tracing slows every system call, so never in the "
+             "window); kept share = 1 − accepts per request: the requests "
+             "that came on a connection already open (nginx's kept "
+             "FastCGI or upstream connection; for a server measured "
+             "directly, the client's).\n\n",
+             _conn_table(cand, s["planning"].get("at_load") or []),
              "\n## Reads and writes apart (open loop)\n\n",
              _apart_table((s.get("apart") or {}).get("rows") or []),
              "\n", _at_load_table((s.get("apart") or {}).get("points")

@@ -77,6 +77,8 @@ def cell_row(key, points, failure=None):
             valid, lambda p: p["db_cpu_us_per_req"])),
         "irq_us_per_req": _spread(_values(
             valid, lambda p: p.get("irq_us_per_req"))),
+        "cpu_us_per_req_by_role": _role_cpu(valid),
+        "syscount": _syscounts(valid),
         "latency_ms": {m: {pct: _latency(valid, m, pct)
                            for pct in ("p50", "p99")}
                        for m in ("get", "post")},
@@ -89,6 +91,36 @@ def cell_row(key, points, failure=None):
         "invalid_reasons": _count([r for p in points
                                    for r in p["invalid_reasons"]]),
     }
+
+
+def _role_cpu(points):
+    """Medians of the points' CPU µs per request by role."""
+    roles = sorted({r for p in points for r in
+                    (p.get("cpu_us_per_req_by_role") or {})})
+    return {r: _spread(_values(points, lambda p: (p.get(
+        "cpu_us_per_req_by_role") or {}).get(r)))["median"] for r in roles}
+
+
+SYSCOUNT_FIGURES = ("accepts_per_req", "connects_per_req", "kept_share")
+
+
+def syscount_figures(sc):
+    """The flat figures of one syscount record (None: not counted)."""
+    if not sc or "skipped" in sc:
+        return None
+    out = {k: sc[k] for k in SYSCOUNT_FIGURES}
+    out.update({"syscalls_" + r: v for r, v in
+                sc["syscalls_per_req"].items()})
+    return out
+
+
+def _syscounts(points):
+    """Medians of the points' syscount figures, or None."""
+    figs = [f for f in (syscount_figures(p.get("syscount"))
+                        for p in points) if f]
+    if not figs:
+        return None
+    return {k: statistics.median([f[k] for f in figs]) for k in figs[0]}
 
 
 def _peak_processes(points):
@@ -169,6 +201,8 @@ def open_row(rec):
         "reasons": rec["invalid_reasons"], "samples": rec.get("samples"),
         "cpu_us_per_req": fig(rec["cpu_us_per_req"]),
         "db_cpu_us_per_req": fig(rec["db_cpu_us_per_req"]),
+        "cpu_us_per_req_by_role": fig(rec.get("cpu_us_per_req_by_role")),
+        "syscount": fig(syscount_figures(rec.get("syscount"))),
         "cand_cores_used": fig(rec["cand_cores_used"]),
         "db_cores_used": fig(rec["db_cores_used"]),
         "p50_ms": fig(lat.get("p50")), "p99_ms": fig(lat.get("p99")),

@@ -50,6 +50,59 @@
  * off; keeping them would need a worker to hold several connections, and
  * then a request could wait behind another on a busy worker.
  *
+ * Why no design keeps them at saturation (issue 23; the figures, their
+ * runs and the experiment: bench/README.md, "Kept connections at
+ * saturation"). There nginx has more requests for the pool than it has
+ * workers, and a request that finds every worker busy must wait
+ * somewhere. nginx (OSS) has no queue of its own in front of an
+ * upstream (`queue` is NGINX Plus's; past `max_conns` it answers 502):
+ * lacking an idle cached connection it opens a new one at once. So the
+ * request waits either on a kept connection, behind that connection's
+ * worker, or on a new connection in the listen backlog, the pool's one
+ * queue: every request that arrives while all workers are busy pays a
+ * connect and an accept, whatever a worker does with the connection it
+ * just answered on. Each candidate meets that:
+ *  - Keep under a backlog, released at the next accept (the fairness
+ *    rule below): the worker's next pick is the backlog's oldest, so
+ *    the connection is released a moment later, and nginx's next
+ *    request races the release. Measured at saturation: 28 % of
+ *    requests on a kept connection, 7 % waiting behind another request
+ *    (they raced the release), 0.3 system calls saved per request.
+ *  - Also hold it while serving the accepted one: 60 % kept, 38 %
+ *    waiting behind a busy worker, 3.4 system calls saved.
+ *  - Keep only when the worker's next pick would be its own connection
+ *    anyway: that needs nginx's next request on it before the worker
+ *    is back in its wait, but nginx holds no request back for a kept
+ *    connection, and in a closed loop the next one depends on this
+ *    reply: it is the first candidate's lucky case.
+ *  - nginx-side: `keepalive N` caps idle cached connections only (none
+ *    is idle at saturation); several upstream servers (a socket per
+ *    worker or group, least_conn) cut the one queue into several, each
+ *    waiting behind its own workers while others idle, and a request
+ *    queued on one still needs a new connection.
+ *  - Kept connections owned by the pool, not a worker (any idle worker
+ *    serves whichever is ready): either a process that holds them and
+ *    hands ready ones over (SCM_RIGHTS both ways, about 4.5 us each
+ *    here, plus its wake-up: as much as the 14.7 us the connection's
+ *    life costs, and a process on the request path), or workers sharing
+ *    one descriptor table (clone CLONE_FILES: an epoll re-arm, 0.5 us,
+ *    instead of a connection), which ends what the pre-fork model
+ *    isolates: a crashed worker's connections stay open in everyone's
+ *    table, and one compromised worker reads every client's requests,
+ *    tokens included.
+ * So at saturation the churn stays: about 9 system calls per request
+ * (nginx's about 7: socket, connect, close, epoll_ctl among them; the
+ * worker's 2.3: accept, close, and a read that finds the request not
+ * yet there), 15.6 to 15.9 against 24.9 in all at half the ceiling,
+ * where 99 % of requests come on a kept connection. Below saturation the
+ * rule above costs some: on one core a connection can wait in the
+ * backlog for an idle worker that has not run yet, and at 80 % of the
+ * ceiling 22 % of replies ended their connection, where keeping under a
+ * backlog (the first candidate) kept 99.4 % with 2 requests in 43,609
+ * racing a release. A rule that releases only when no other worker is
+ * idle could keep most of them; it is neither built nor measured (the
+ * race it accepts would need its own tests).
+ *
  * Fairness. Woken with both its kept connection and the listen socket
  * ready, a worker serves its connection (nobody else can) and passes the
  * wake-up on through the wake eventfd, so that another idle worker, if

@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """
 test_bench.py: the benchmark harness (bench/run) in its quick mode on a
-tiny configuration — cfpm and the peers added for issue 12 (php-fpm-tuned,
-go built with the newest Go, go-1.19, node), 1 core, pool 8, 3 s, one
+tiny configuration — cfpm, cfpm-nokeep (keep-conn off) and the peers
+added for issue 12 (php-fpm-tuned, go built with the newest Go, go-1.19,
+node), 1 core, pool 8, 3 s, one
 repetition each, no reference points, all in one run — then checks the
 results folder: every expected file, summary.json with a row per cell,
 each peer contract-checked and measured, positive throughput and CPU per
-request, versions.json naming every runtime. No speed is asserted. Also
+request, versions.json naming every runtime, system calls, accepts and
+connects per request and the CPU split between nginx and the server
+(cfpm-nokeep: an accept per request, none kept; cfpm at a low open-loop
+rate: most requests on a kept connection). No speed is asserted. Also
 checks that the run left no process, cgroup or work directory behind, that
 a candidate whose runtime is missing makes bench/run fail, and a few pure
 helpers of bench/lib.
@@ -70,7 +74,8 @@ from harness.procfs import cmdline_pids, kill_mentioning  # noqa: E402
 from harness.tap import TAP  # noqa: E402
 
 
-def run_bench(out, work, candidates=("cfpm",) + PEERS, extra=(), env=None,
+def run_bench(out, work, candidates=("cfpm", "cfpm-nokeep") + PEERS,
+              extra=(), env=None,
               timeout=RUN_TIMEOUT):
     """bench/run --quick on the tiny configuration; returns (rc, output).
     On timeout the run's process group gets SIGTERM (the harness cleans
@@ -148,6 +153,46 @@ def check_results(tap, res):
         with open(os.path.join(res, f)) as fh:
             tap.ok(fh.read(200).startswith("<svg"), "%s is SVG" % f)
     check_profile(tap, recs, md)
+    check_connections(tap, recs, md)
+
+
+def _syscount_ok(rec):
+    """A record's system-call and CPU-split figures are there and sane:
+    both roles made calls and used CPU, the split is no more than the
+    cgroup's CPU (it leaves out processes that came or went)."""
+    sc = rec.get("syscount") or {}
+    role = rec.get("cpu_us_per_req_by_role") or {}
+    calls = sc.get("syscalls_per_req") or {}
+    return (calls.get("server", 0) > 0 and calls.get("nginx", 0) > 0 and
+            0 <= sc.get("kept_share", -1) <= 1 and
+            role.get("server", 0) > 0 and role.get("nginx", 0) > 0 and
+            sum(role.values()) <= 1.05 * (rec.get("cpu_us_per_req") or 0))
+
+
+def check_connections(tap, recs, md):
+    """Connections and system calls per request (lib/syscount.py): counted
+    for every point; cfpm-nokeep (keep-conn off) accepts a connection per
+    request, so none is kept."""
+    from lib import syscount
+    why = syscount.available()
+    if why:
+        tap.skip("connections and system calls per request", why)
+        return
+    pts = {r["candidate"]: r for r in recs if r.get("kind") == "point"}
+    for name in ("cfpm", "cfpm-nokeep"):
+        tap.ok(name in pts and _syscount_ok(pts[name]),
+               "%s: system calls per request by role, the kept share and "
+               "the window's CPU by role" % name,
+               {k: pts.get(name, {}).get(k) for k in (
+                   "syscount", "cpu_us_per_req_by_role", "cpu_us_per_req")})
+    nk = (pts.get("cfpm-nokeep") or {}).get("syscount") or {}
+    tap.ok(nk.get("accepts_per_req", 0) >= 0.95 and
+           nk.get("connects_per_req", 0) >= 0.95 and
+           nk.get("kept_share", 1) <= 0.05,
+           "cfpm-nokeep: an accept and a connect per request, none kept",
+           nk)
+    tap.ok("Connections and system calls per request" in md and
+           "| cfpm-nokeep |" in md, "summary.md: the connections table")
 
 
 def check_peers(tap, summary, recs):
@@ -373,6 +418,12 @@ def check_open_run(tap, tmp):
         "and its row carries no figures", [
             {k: v for k, v in r.items() if k != "latency_hist"}
             for r in forced] + row)
+    low = [r for r in opens if r["part"] == "cost" and r["rate"] == 300]
+    tap.ok(len(low) == 1 and (not low[0]["valid"] or (_syscount_ok(
+        low[0]) and low[0]["syscount"]["kept_share"] >= 0.5)),
+        "at 300 req/s (far below the ceiling) most requests come on a "
+        "connection nginx kept", [{k: r.get(k) for k in (
+            "valid", "syscount", "cpu_us_per_req_by_role")} for r in low])
     valid = [r for r in opens if r["valid"]]
     tap.ok(valid, "at least one open-loop point is a result",
            [(r["part"], r["mix"], r["invalid_reasons"]) for r in opens])
@@ -497,6 +548,30 @@ def check_helpers(tap):
     wait = [("finish_task_switch", k), ("__schedule", k), ("schedule", k),
             ("do_sys_poll", k), ("__x64_sys_poll", k), ("do_syscall_64", k)]
     inlined = [("vfs_write", k), ("ksys_write", k), ("do_syscall_64", k)]
+    from lib import syscount
+    counted = syscount.parse(
+        "# started on ...\n\n"
+        "nginx-10,300,,raw_syscalls:sys_enter,1,100.00,,\n"
+        "nginx-10,10,,syscalls:sys_enter_connect,1,100.00,,\n"
+        "nginx-10,<not counted>,,syscalls:sys_exit_accept4,1,100.00,,\n"
+        "cfpm: pool www-11,200,,raw_syscalls:sys_enter,1,100.00,,\n"
+        "cfpm: pool www-11,4,,syscalls:sys_exit_accept4,1,100.00,,\n"
+        "cfpm-12,100,,raw_syscalls:sys_enter,1,100.00,,\n")
+    f = syscount.per_request(counted, 20)
+    tap.ok(counted == {"nginx": {"syscalls": 300, "connects": 10,
+                                 "accepts": 0},
+                       "server": {"syscalls": 300, "accepts": 4}} and
+           f["syscalls_per_req"] == {"server": 15.0, "nginx": 15.0,
+                                     "all": 30.0} and
+           f["accepts_per_req"] == 0.2 and f["connects_per_req"] == 0.5 and
+           abs(f["kept_share"] - 0.8) < 1e-9 and
+           syscount.per_request(counted, 0) is None,
+           "syscount: perf stat's per-process lines by role, per request, "
+           "kept share = 1 - accepts per request", f)
+    tap.ok(syscount.cpu_split({1: ("nginx", 1000), 2: ("server", 5000)},
+                              {1: ("nginx", 4000), 2: ("server", 9000)}) ==
+           {"nginx": 3.0, "server": 4.0},
+           "syscount: the CPU split by role from two snapshots (ns -> µs)")
     tap.ok(profile.stage("cfpm", send) == "kernel: sendto()" and
            profile.stage("cfpm", wait) == "kernel: context switches" and
            profile.stage("cfpm", inlined) == "kernel: write()" and
