@@ -199,7 +199,8 @@ def check_run(tap, res, doc):
         own = [f["function"] for f in get["top_self"]
                if f["library"] == "cfpm"]
         incl = [f["function"] for f in get["top_inclusive"]]
-        tap.ok(own and "jwt_verify" in incl and "serve_request" in incl,
+        tap.ok(own and any(f.startswith("jwt_verify") for f in incl) and
+               "serve_request" in incl,
                "%s: the top functions name cfpm's own (self: %s)" % (
                    tag, ", ".join(own[:5])), get["top_self"], incl)
         libs = get["by_library"]
