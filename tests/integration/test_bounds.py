@@ -21,7 +21,8 @@ pool of 4 behind nginx, raw FastCGI clients on its sockets.
    as 17,000 one-byte records then a 40 KB record, and the same with
    its last record trickled 32 bytes a send over 2 s (a10d06d scanned
    the 17,000 records again at every read: 150 ms): within 2x of each
-   other sent at once, none over 50 ms. A request trickled a byte a
+   other sent at once (3x in the sanitizer build: SPLIT_RATIO_MAX), none
+   over 50 ms. A request trickled a byte a
    send is read dozens of bytes per wake-up, not one (its cost is the
    kernel's per send). The master's status socket: 10,000 one-byte
    records then one of 10 KB, trickled, under 50 ms of master CPU.
@@ -53,6 +54,15 @@ FCGI_STDOUT, FCGI_END_REQUEST = 6, 3
 REPLY_508K = '{"n":[%s]}' % ",".join(["1e-16383"] * 31)   # prints 508 KiB
 CONTENT = 17000                 # one-byte records in the item 4 request
 CPU_MAX_MS = 50.0
+# How far apart the request as large records and as 17,000 one-byte
+# records may cost. The one-byte form is 3.4 times the bytes (a header
+# a record), and each record's header is decoded by the scan and by the
+# gather: 1.6x in the plain build. ASan and UBSan check every one of
+# those header bytes, which multiplies the per-record work about five
+# times and nothing per byte the kernel copies: 1.7x to 2.3x seen there.
+# Either bound is far below what a scan that rereads the records does
+# (a10d06d: 150 ms against 0.3 ms).
+SPLIT_RATIO_MAX = 3.0 if os.environ.get("CFPM_SANITIZERS") == "yes" else 2.0
 
 
 def rec(rtype, content=b"", req_id=1):
@@ -436,9 +446,9 @@ def check_linear(st, tap):
     tap.ok(all(codes == [201] * len(codes) for _, _, _, codes in got),
            "every variant is answered 201")
     a, b = got[0][0], got[1][0]
-    tap.ok(max(a, b) <= 2 * min(a, b), "as large records and as %d "
-           "one-byte records, the request costs the same within 2x "
-           "(%.2f and %.2f ms)" % (CONTENT, a, b))
+    tap.ok(max(a, b) <= SPLIT_RATIO_MAX * min(a, b), "as large records "
+           "and as %d one-byte records, the request costs the same within "
+           "%gx (%.2f and %.2f ms)" % (CONTENT, SPLIT_RATIO_MAX, a, b))
     tap.ok(all(m[1] < CPU_MAX_MS and m[0] < CPU_MAX_MS for m in got[:3]),
            "none costs %.0f ms of worker CPU, its last record trickled "
            "included (%s ms)" % (CPU_MAX_MS, [round(m[0], 2) for m in
