@@ -456,6 +456,11 @@ def _slo_md(slo):
                              for k, v in sorted(t["per_rep_rps"].items()))
             if t["capacity_rps"] is not None:
                 verdict = _n(t["capacity_rps"])
+            elif t.get("unmeasured_above") and t["voted_rps"] is None:
+                verdict = "no result: no valid point at the lowest cell"
+            elif t.get("unmeasured_above"):
+                verdict = "at least %s: no valid point above" % _n(
+                    t["at_least_rps"])
             elif t["voted_rps"] is None and t["agree"] is False and \
                     not any(v is not None for v in t["per_rep_rps"].values()):
                 verdict = "below the grid"
@@ -619,8 +624,11 @@ def markdown(s):
              "no vote where the generator or its calibration failed), the "
              "capacity is the highest cell met with every cell below it. "
              "Repetitions whose own capacities differ by more than %.0f %% "
-             "of their median disagree: no number. * = that repetition's "
-             "sweep met an invalid cell first. Plots: latency_*.svg.\n\n"
+             "of their median disagree: no number. Where the first cell "
+             "not met has no valid point at all (the generator could not "
+             "keep its schedule there), the cells met are a lower bound: "
+             "\"at least\". * = that repetition's sweep met an invalid "
+             "cell first. Plots: latency_*.svg.\n\n"
              % (100 * stats.SLO_SPREAD_MAX),
              _slo_md(s.get("slo")),
              "\n## Virtual users\n\n",
