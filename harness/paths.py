@@ -10,6 +10,7 @@ tree:
                   if cfpm is built there, else its build/
   CFPM_NGINX      nginx binary
   CFPM_PG_BINDIR  PostgreSQL binaries (default /usr/lib/postgresql/15/bin)
+  CFPM_SANITIZERS "yes" when the build has ASan and UBSan (SANITIZERS)
 """
 
 import os
@@ -37,3 +38,4 @@ CFPM_TOKEN = os.path.join(BUILDDIR, "cfpm-token")
 NGINX = os.environ.get("CFPM_NGINX") or shutil.which("nginx") or \
     "/usr/sbin/nginx"
 PG_BINDIR = os.environ.get("CFPM_PG_BINDIR") or "/usr/lib/postgresql/15/bin"
+SANITIZERS = os.environ.get("CFPM_SANITIZERS") == "yes"

@@ -45,6 +45,7 @@ import time
 
 import cfpmtest as ct
 from harness.fcgi import cgi_params  # noqa: E402
+from harness.paths import SANITIZERS  # noqa: E402
 
 POOL = 4
 WRITE_TIMEOUT = 1               # request_write_timeout's default
@@ -62,7 +63,7 @@ CPU_MAX_MS = 50.0
 # times and nothing per byte the kernel copies: 1.7x to 2.3x seen there.
 # Either bound is far below what a scan that rereads the records does
 # (a10d06d: 150 ms against 0.3 ms).
-SPLIT_RATIO_MAX = 3.0 if os.environ.get("CFPM_SANITIZERS") == "yes" else 2.0
+SPLIT_RATIO_MAX = 3.0 if SANITIZERS else 2.0
 
 
 def rec(rtype, content=b"", req_id=1):

@@ -81,6 +81,7 @@ from harness import deb as debs  # noqa: E402
 from harness import nspawn  # noqa: E402
 from harness.contract import BENCH_BODY, BENCH_PAYLOAD  # noqa: E402
 from harness.http import api_request  # noqa: E402
+from harness.paths import SANITIZERS  # noqa: E402
 
 SRCDIR = ct.SRCDIR
 BUILDDIR = os.environ.get("CFPM_BUILDDIR") or SRCDIR
@@ -733,7 +734,7 @@ def why_not():
     """Why this test cannot run here at all (skip), or None."""
     if os.environ.get(debs.GUARD):
         return "inside a build test_package or test_deploy started"
-    if os.environ.get("CFPM_SANITIZERS") == "yes":
+    if SANITIZERS:
         return "sanitizer build: the deployment test runs in the plain " \
             "build (it tests the package, not the sanitizers)"
     if not os.path.isdir(os.path.join(SRCDIR, "debian")):

@@ -45,6 +45,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
+from harness.paths import SANITIZERS  # noqa: E402
 from clientload import DROPPED, Mixed, Writers, held_requests, \
     tally  # noqa: E402
 
@@ -887,7 +888,7 @@ def check_resource_limits(st):
             "the run (pm.max_requests 0)")
     growth = {p: (rss2.get(p) or 0) - (rss1.get(p) or 0) for p in rss1}
     worst = max(growth.values() or [0])
-    if os.environ.get("CFPM_SANITIZERS") == "yes":
+    if SANITIZERS:
         # ASan keeps freed memory in quarantine (up to 256 MiB): RSS says
         # nothing about leaks there; LeakSanitizer and valgrind do.
         tap.diag("growth per worker (kB) %r" % growth)

@@ -46,6 +46,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cfpmtest as ct  # noqa: E402
+from harness.paths import SANITIZERS  # noqa: E402
 
 POOL = 3
 READ_TIMEOUT = 1
@@ -509,7 +510,7 @@ def check_fuzz(st, c, tap):
            *["%d: %r" % (p, fd_links(p)) for p in fds])
     grown = {p: (ct.vmrss_kb(p) or 0) - (rss[p] or 0) for p in rss}
     tap.diag("fuzz: RSS growth kB %r" % grown)
-    if os.environ.get("CFPM_SANITIZERS") == "yes":
+    if SANITIZERS:
         # ASan's quarantine keeps freed blocks: RSS says nothing there.
         tap.skip("RSS grew by less than 4 MiB in every process",
                  "sanitizer build")

@@ -38,6 +38,7 @@ TOLERANCE = 1.0             # per cent, the issue's bound
 DIAG_LINES = 40
 sys.path[:0] = [os.path.join(SRCDIR, "bench"), SRCDIR]     # lib, harness
 
+from harness.paths import SANITIZERS  # noqa: E402
 from harness.proc import run_session  # noqa: E402
 from harness.procfs import cmdline_pids, kill_mentioning  # noqa: E402
 from harness.tap import TAP  # noqa: E402
@@ -282,7 +283,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="cfpm-test-icount.")
     os.chmod(tmp, 0o755)        # postgres and nobody must pass through
     try:
-        if os.environ.get("CFPM_SANITIZERS") == "yes":
+        if SANITIZERS:
             check_refuses_sanitizers(tap, tmp)
             tap.skip("bench/icount measures", "valgrind cannot run a "
                      "sanitizer build: measured in the plain build")

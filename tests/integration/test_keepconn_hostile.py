@@ -49,6 +49,7 @@ import threading
 import time
 
 import cfpmtest as ct
+from harness.paths import SANITIZERS  # noqa: E402
 
 POOL = 3
 READ_TIMEOUT = 2        # s: request_read_timeout here
@@ -504,7 +505,7 @@ def crash_env():
     ASan must let a SIGSEGV sent from outside kill the worker as it does
     elsewhere (handle_segv=0), instead of reporting it as a crash of its
     own, which would fail the run's no-report rule."""
-    if os.environ.get("CFPM_SANITIZERS") != "yes":
+    if not SANITIZERS:
         return None
     return {"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") +
             ":handle_segv=0"}

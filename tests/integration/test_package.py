@@ -46,6 +46,7 @@ sys.path.insert(0, HERE)
 from cfpmtest import TAP, run, tail  # noqa: E402
 from harness import deb as debs  # noqa: E402
 from harness.deb import GUARD, build  # noqa: E402
+from harness.paths import SANITIZERS  # noqa: E402
 
 SRCDIR = os.environ.get("CFPM_SRCDIR") or os.path.normpath(
     os.path.join(HERE, "..", ".."))
@@ -342,7 +343,7 @@ def test_install(t, tmp):
 
 def deb_missing():
     """Why the package cannot be built here, or None."""
-    if os.environ.get("CFPM_SANITIZERS") == "yes":
+    if SANITIZERS:
         return "sanitizer build: the package is built with Debian's flags " \
             "(the plain build's make check builds it)"
     return debs.missing(SRCDIR, ("lintian",))
