@@ -460,7 +460,7 @@ def _slo_md(slo):
                 verdict = "no result: no valid point at the lowest cell"
             elif t.get("unmeasured_above"):
                 verdict = "at least %s: no valid point above" % _n(
-                    t["at_least_rps"])
+                    t["voted_rps"])
             elif t["voted_rps"] is None and t["agree"] is False and \
                     not any(v is not None for v in t["per_rep_rps"].values()):
                 verdict = "below the grid"

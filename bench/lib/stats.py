@@ -351,7 +351,7 @@ def _slo_target(cells, reps, slo):
         bracket = (voted, first_bad["rate"])
     # The first cell not met has no vote at all: none of its points was
     # valid (the generator's or calibration's fault), so nothing above
-    # the cells met was measured: what was voted is a lower bound.
+    # the cells met was measured: voted_rps is a lower bound.
     unmeasured = first_bad is not None and first_bad["met"][slo][1] == 0
     return {"slo_ms": slo, "voted_rps": voted, "bracket": bracket,
             "per_rep_rps": {str(r): v[0] for r, v in per_rep.items()},
@@ -359,7 +359,6 @@ def _slo_target(cells, reps, slo):
                                            for r, v in per_rep.items()},
             "spread": spread, "agree": agree,
             "capacity_rps": voted if agree else None,
-            "at_least_rps": voted if unmeasured else None,
             "unmeasured_above": unmeasured}
 
 
