@@ -236,8 +236,26 @@ fcgi_scan_start(struct fcgi_scan *s)
 }
 
 /*
+ * Whether the record at s->pos, at least size bytes long, ends past
+ * FCGI_MAX_REQUEST; if so the verdict is set.
+ */
+static int
+fcgi_scan_past_limit(struct fcgi_scan *s, size_t size)
+{
+	if (s->pos + size <= FCGI_MAX_REQUEST)
+		return 0;
+	s->body_too_large = s->stage == 2;
+	fcgi_scan_set(s, FCGI_SCAN_TOO_LARGE, "a request over the size limit");
+	return 1;
+}
+
+/*
  * The records after s->pos, each looked at once: s->pos moves past every
- * whole record taken, so a later call starts where this one stopped.
+ * whole record taken, so a later call starts where this one stopped. A
+ * record is over the limit as soon as its first byte is: a header cut
+ * by the end of the bytes is at least a header long, so a reader whose
+ * buffer holds FCGI_MAX_REQUEST + 1 bytes never finds it full with the
+ * request still PARTIAL.
  */
 void
 fcgi_scan_more(const unsigned char *p, size_t n, struct fcgi_scan *s)
@@ -254,12 +272,8 @@ fcgi_scan_more(const unsigned char *p, size_t n, struct fcgi_scan *s)
 			return;
 		}
 		fcgi_rec_decode(p + s->pos, &r);
-		if (s->pos + r.size > FCGI_MAX_REQUEST) {
-			s->body_too_large = s->stage == 2;
-			fcgi_scan_set(s, FCGI_SCAN_TOO_LARGE,
-			    "a request over the size limit");
+		if (fcgi_scan_past_limit(s, r.size))
 			return;
-		}
 		if (n - s->pos < r.size)
 			return;		/* the record is not all here yet */
 		if (s->stage == 0 && r.id == 0) {
@@ -281,6 +295,8 @@ fcgi_scan_more(const unsigned char *p, size_t n, struct fcgi_scan *s)
 			return;
 		}
 	}
+	if (n > s->pos)
+		(void)fcgi_scan_past_limit(s, FCGI_HEADER_SIZE);
 }
 
 void

@@ -23,7 +23,9 @@ live pool (3 workers) and its master, straight on their unix sockets.
    idle client), the page answers meanwhile, and the idle clients are
    closed at request_read_timeout.
 4. Requests over the transport's limits: a body over FCGI_MAX_STDIN gets
-   413, parameters over FCGI_MAX_PARAMS 400, and the worker serves on.
+   413, parameters over FCGI_MAX_PARAMS 400, a request whose record
+   header is cut by FCGI_MAX_REQUEST 413 (not a silent close), and the
+   worker serves on.
 5. A raw stream fuzzer: mutated record sequences (record types, request
    ids, lengths, padding, splits, truncations, management records, short
    stalls) against both sockets for CFPM_FUZZ_SECONDS (default 60) with
@@ -54,6 +56,7 @@ FCGI_GET_VALUES, FCGI_GET_VALUES_RESULT, FCGI_UNKNOWN_TYPE = 9, 10, 11
 FCGI_STDOUT, FCGI_END_REQUEST = 6, 3
 MAX_STDIN = 80 * 1024           # FCGI_MAX_STDIN (src/server/fcgi.h)
 MAX_PARAMS = 96 * 1024          # FCGI_MAX_PARAMS
+MAX_REQUEST = MAX_PARAMS + MAX_STDIN + 16 * 1024    # FCGI_MAX_REQUEST
 
 
 def rec(rtype, content=b"", req_id=1, pad=0):
@@ -378,7 +381,23 @@ def check_limits(st, c, tap):
         (b"HTTP_X", b"h" * MAX_PARAMS)]), shut=False)
     tap.ok(status_of(got) in (400, 413), "the same on the status socket: "
            "%d" % status_of(got))
+    got = [status_of(exchange(c.sock, header_at_limit(cut), shut=False)[0])
+           for cut in range(1, 8)]
+    tap.ok(got == [413] * 7, "one-byte body records whose header starts "
+           "1 to 7 bytes below the size limit, where a worker's buffer "
+           "fills: 413 each, not a silent close (%s)" % got)
     tap.ok(serves(st, c), "both sockets serve afterwards")
+
+
+def header_at_limit(cut):
+    """A POST whose body comes as one-byte records padded to 16 bytes,
+    placed so that a record's header starts cut bytes below
+    MAX_REQUEST, and more after it."""
+    out = request("POST", "/events")[:-8]      # without the empty STDIN
+    while len(out) + 16 + 24 <= MAX_REQUEST:
+        out += rec(5, b"x", pad=7)
+    out += rec(5, b"x", pad=MAX_REQUEST - cut - len(out) - 9)
+    return out + rec(5, b"x", pad=7) * 64
 
 
 # ---------------------------------------------------------------------------

@@ -277,6 +277,48 @@ test_violations(struct stream *s)
 	}
 }
 
+/*
+ * A record whose header starts in the last bytes below FCGI_MAX_REQUEST
+ * ends past it: with the FCGI_MAX_REQUEST + 1 bytes a worker's buffer
+ * holds, the cut header is TOO_LARGE, never PARTIAL (a full buffer that
+ * waits for more reads nothing, which looked like the client leaving).
+ */
+static void
+test_limit_inside_header(struct stream *s)
+{
+	struct fcgi_scan r;
+	size_t cut;
+
+	for (cut = 1; cut < FCGI_HEADER_SIZE; cut++) {
+		s->len = 0;
+		put_begin(s, 1, FCGI_RESPONDER, 0);
+		put(s, FCGI_PARAMS, 1, NULL, 0, 0);
+		while (s->len + 16 + 24 <= FCGI_MAX_REQUEST)
+			put(s, FCGI_STDIN, 1, "x", 1, 7);
+		put(s, FCGI_STDIN, 1, "x", 1,
+		    (unsigned)(FCGI_MAX_REQUEST - cut - s->len - 9));
+		put(s, FCGI_STDIN, 1, "x", 1, 7);
+		s->len = FCGI_MAX_REQUEST + 1;
+		scan(s, &r);
+		if (r.status != FCGI_SCAN_TOO_LARGE || !r.body_too_large)
+			break;
+	}
+	ok(cut == FCGI_HEADER_SIZE, "a header that starts 1 to 7 bytes "
+	    "below FCGI_MAX_REQUEST, cut by the end of a full buffer: "
+	    "TOO_LARGE, the body's fault (stopped at %zu)", cut);
+	s->len = 0;
+	put_begin(s, 1, FCGI_RESPONDER, 0);
+	put(s, FCGI_PARAMS, 1, NULL, 0, 0);
+	while (s->len + 16 + 24 <= FCGI_MAX_REQUEST)
+		put(s, FCGI_STDIN, 1, "x", 1, 7);
+	put(s, FCGI_STDIN, 1, "x", 1,
+	    (unsigned)(FCGI_MAX_REQUEST - FCGI_HEADER_SIZE - s->len - 9));
+	put(s, FCGI_STDIN, 1, NULL, 0, 0);
+	ok(s->len == FCGI_MAX_REQUEST && scan(s, &r) == FCGI_SCAN_REQUEST,
+	    "a request whose last header ends it at exactly FCGI_MAX_REQUEST "
+	    "bytes: whole");
+}
+
 static void
 test_transport_limits(struct stream *s)
 {
@@ -323,6 +365,7 @@ test_transport_limits(struct stream *s)
 	ok(r.status == FCGI_SCAN_TOO_LARGE && r.stdin_len < 2048,
 	    "padding past FCGI_MAX_REQUEST raw bytes is TOO_LARGE "
 	    "(%zu body bytes)", r.stdin_len);
+	test_limit_inside_header(s);
 	free(params);
 }
 
